@@ -1,0 +1,37 @@
+# The two commands of the README: `make demo` and `make test`. Each sets up what is missing:
+# the virtual environment, this package, and (as root, via apt-get) ZooKeeper and Redis.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint servers up down clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test,dev]'
+	touch $(STAMP)
+
+servers:
+	@scripts/ensure-servers.sh
+
+demo: $(STAMP) servers
+	$(BIN)/inventory demo
+
+test: $(STAMP) servers
+	$(BIN)/pytest
+
+lint: $(STAMP)
+	$(BIN)/ruff format --check .
+	$(BIN)/ruff check .
+	$(BIN)/mypy
+
+up: $(STAMP) servers
+	$(BIN)/inventory up
+
+down: $(STAMP)
+	$(BIN)/inventory down
+
+clean: down
+	rm -rf .inventory

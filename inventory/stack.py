@@ -1,0 +1,176 @@
+"""`inventory up / down / status`: the local stack.
+
+With nothing configured it is self-contained, everything under one git-ignored folder
+(INVENTORY_HOME, default ./.inventory): its own ZooKeeper and redis-server processes on free
+loopback ports, SQLite databases, and both services under gunicorn with several workers.
+ZK_HOSTS, REDIS_URL, ORDER_DATABASE_URL and STOCK_DATABASE_URL point it at real servers instead.
+`down` stops exactly the processes `up` recorded in stack.json.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import migrations
+from inventory import servers
+from inventory.servers import ServerProcess, free_port, pid_alive, port_open, stop_pid, wait_until
+
+STATE_FILE = "stack.json"
+
+
+def home_dir() -> Path:
+    return Path(os.environ.get("INVENTORY_HOME", ".inventory")).resolve()
+
+
+@dataclass
+class StackState:
+    home: str
+    order_url: str
+    stock_url: str
+    zk_hosts: str
+    redis_url: str
+    order_database_url: str
+    stock_database_url: str
+    lock_backend: str
+    lock_scope: str
+    pids: dict[str, int] = field(default_factory=dict)  # what `up` started, by name
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["running"] = {name: pid_alive(pid) for name, pid in self.pids.items()}
+        return data
+
+    def env(self) -> dict[str, str]:
+        return {"ZK_HOSTS": self.zk_hosts, "REDIS_URL": self.redis_url,
+                "ORDER_DATABASE_URL": self.order_database_url,
+                "STOCK_DATABASE_URL": self.stock_database_url,
+                "STOCK_SERVICE_URL": self.stock_url,
+                "LOCK_BACKEND": self.lock_backend, "LOCK_SCOPE": self.lock_scope}
+
+
+def load_state(home: Path | None = None) -> StackState | None:
+    path = (home or home_dir()) / STATE_FILE
+    if not path.exists():
+        return None
+    return StackState(**json.loads(path.read_text()))
+
+
+def save_state(state: StackState) -> None:
+    Path(state.home, STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
+
+
+def is_running(state: StackState) -> bool:
+    return bool(state.pids) and all(pid_alive(pid) for pid in state.pids.values())
+
+
+def preferred_port(port: int) -> int:
+    return port if not port_open(port) else free_port()
+
+
+def up(home: Path | None = None, workers: int = 2, threads: int = 8,
+       extra_env: dict[str, str] | None = None, say: Any = print) -> StackState:
+    home = home or home_dir()
+    existing = load_state(home)
+    if existing and is_running(existing):
+        say(f"stack already running (state in {home / STATE_FILE})")
+        return existing
+    if existing:
+        down(home, say=lambda *_: None)  # a half-dead stack: clear what is left
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, **(extra_env or {})}
+    started: dict[str, int] = {}
+    try:
+        zk_hosts = env.get("ZK_HOSTS")
+        if not zk_hosts:
+            zk = servers.start_zookeeper(home / "zookeeper")
+            started["zookeeper"] = zk.pid
+            zk_hosts = zk.address
+        redis_url = env.get("REDIS_URL")
+        if not redis_url:
+            rd = servers.start_redis(home / "redis")
+            started["redis"] = rd.pid
+            redis_url = f"redis://{rd.address}/0"
+        state = StackState(
+            home=str(home),
+            order_url="", stock_url="",
+            zk_hosts=zk_hosts, redis_url=redis_url,
+            order_database_url=env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
+            stock_database_url=env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
+            lock_backend=env.get("LOCK_BACKEND", "zookeeper"),
+            lock_scope=env.get("LOCK_SCOPE", "sku"),
+            pids=started,
+        )
+        migrations.upgrade(state.order_database_url, "order")
+        migrations.upgrade(state.stock_database_url, "stock")
+        stock_port, order_port = preferred_port(8082), preferred_port(8081)
+        if order_port == stock_port:
+            order_port = free_port()
+        state.stock_url = f"http://127.0.0.1:{stock_port}"
+        state.order_url = f"http://127.0.0.1:{order_port}"
+        service_env = {**env, **state.env()}
+        started["stock_service"] = start_service(
+            "stock_service", stock_port, home, service_env, workers, threads)
+        started["order_service"] = start_service(
+            "order_service", order_port, home, service_env, workers, threads * 2)
+        save_state(state)
+        for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
+            wait_until(lambda url=url: healthy(url), 60, name, home / f"{name}.log")
+    except BaseException:
+        for pid in reversed(list(started.values())):
+            stop_pid(pid)
+        (home / STATE_FILE).unlink(missing_ok=True)
+        raise
+    return state
+
+
+def start_service(module: str, port: int, home: Path, env: dict[str, str], workers: int,
+                  threads: int) -> int:
+    argv = [sys.executable, "-m", "gunicorn", f"{module}:create_app()",
+            "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
+            "--worker-class", "gthread", "--threads", str(threads),
+            "--timeout", "60", "--graceful-timeout", "5",
+            "--backlog", "2048", "--error-logfile", "-"]
+    return servers.spawn(argv, home / f"{module}.log", home, env)
+
+
+def healthy(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def down(home: Path | None = None, say: Any = print) -> list[str]:
+    home = home or home_dir()
+    state = load_state(home)
+    if state is None:
+        say("no stack recorded; nothing to stop")
+        return []
+    stopped = []
+    # Services first, so they do not log the loss of their dependencies while stopping.
+    for name in ("order_service", "stock_service", "redis", "zookeeper"):
+        pid = state.pids.get(name)
+        if pid is None:
+            continue
+        stop_pid(pid)
+        stopped.append(name)
+    (home / STATE_FILE).unlink(missing_ok=True)
+    say(f"stopped: {', '.join(stopped) or 'nothing'}")
+    return stopped
+
+
+def server_process(state: StackState, name: str) -> ServerProcess | None:
+    """The ZooKeeper or Redis process this stack started (for fault demos), if any."""
+    pid = state.pids.get(name)
+    if pid is None:
+        return None
+    address = state.zk_hosts if name == "zookeeper" else state.redis_url.split("//")[1]
+    port = int(address.split(":")[1].split("/")[0])
+    return ServerProcess(name, port, pid, Path(state.home) / name)

@@ -1,0 +1,50 @@
+"""create_app for the order service."""
+
+from __future__ import annotations
+
+import logging
+
+import httpx
+from flask import Flask, Response, jsonify
+
+from order_service.api import bp
+from order_service.deps import OrderDeps
+from order_service.flow import OrderFlow
+from order_service.stock_client import StockClient
+from order_service.store import OrderStore
+from shared.db import DatabaseUnavailable, make_engine
+from shared.http_errors import register_error_handlers
+from shared.logs import configure_logging
+from shared.redis_client import make_redis
+from shared.settings import Settings
+from shared.startup import prepare_schema
+
+log = logging.getLogger("order_service")
+
+
+def create_app(settings: Settings | None = None,
+               stock_transport: httpx.BaseTransport | None = None) -> Flask:
+    """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
+    settings = settings or Settings.from_env()
+    configure_logging(settings.log_level)
+    app = Flask("order_service")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    engine = make_engine(settings.order_database_url)
+    prepare_schema(engine, "order", settings.migrate_on_start)
+    redis_client = make_redis(settings.redis_url)
+    stock = StockClient(settings.stock_service_url, settings.stock_call_timeout,
+                        settings.stock_call_retries, settings.stock_call_budget,
+                        settings.retry_backoff, transport=stock_transport)
+    store = OrderStore(engine)
+    flow = OrderFlow(store, redis_client, stock, settings.flag_ttl, settings.confirm_backoff,
+                     settings.idempotency_wait)
+    app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
+    app.register_blueprint(bp)
+    register_error_handlers(app)
+
+    @app.errorhandler(DatabaseUnavailable)
+    def _db(exc: DatabaseUnavailable) -> tuple[Response, int]:
+        log.warning("503: %s unavailable", exc)
+        return jsonify({"error": f"{exc} unavailable", "dependency": "database"}), 503
+
+    return app

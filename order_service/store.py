@@ -1,0 +1,100 @@
+"""SQL of the order database: create, finish, look up and (for a rejected request) remove."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine, delete, insert, select, update
+
+from order_service.tables import order_details, orders
+from shared.db import transaction
+from shared.ids import new_id
+
+DB = "order database"
+PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
+
+
+def now() -> datetime:
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+@dataclass(frozen=True)
+class OrderRow:
+    id: str
+    user_id: str
+    status: str
+    reason: str | None
+    request_hash: str | None
+    lines: dict[str, int]
+    created_at: datetime
+    updated_at: datetime
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "orderId": self.id,
+            "userId": self.user_id,
+            "status": self.status,
+            "reason": self.reason,
+            "items": [{"goodsId": g, "num": n} for g, n in sorted(self.lines.items())],
+            "createTime": self.created_at.isoformat(),
+            "updateTime": self.updated_at.isoformat(),
+        }
+
+
+class OrderStore:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def create_pending(self, order_id: str, user_id: str, lines: dict[str, int],
+                       idempotency_key: str | None, request_hash: str | None) -> None:
+        """The order and its details in one transaction. A repeated idempotency key raises
+        IntegrityError and writes nothing."""
+        stamp = now()
+        with transaction(self.engine, DB) as conn:
+            conn.execute(insert(orders).values(
+                id=order_id, user_id=user_id, status=PENDING, reason=None,
+                idempotency_key=idempotency_key, request_hash=request_hash,
+                created_at=stamp, updated_at=stamp,
+            ))
+            conn.execute(insert(order_details), [
+                {"id": new_id(), "order_id": order_id, "goods_id": g, "goods_num": n}
+                for g, n in sorted(lines.items())
+            ])
+
+    def finish(self, order_id: str, status: str, reason: str | None) -> None:
+        """Move a PENDING order to its outcome (or record why it is still PENDING)."""
+        with transaction(self.engine, DB) as conn:
+            conn.execute(
+                update(orders)
+                .where(orders.c.id == order_id, orders.c.status == PENDING)
+                .values(status=status, reason=reason, updated_at=now())
+            )
+
+    def remove(self, order_id: str) -> None:
+        """Undo an order the stock service rejected as invalid: nothing of it is kept."""
+        with transaction(self.engine, DB) as conn:
+            conn.execute(delete(order_details).where(order_details.c.order_id == order_id))
+            conn.execute(delete(orders).where(orders.c.id == order_id))
+
+    def get(self, order_id: str) -> OrderRow | None:
+        return self._one(orders.c.id == order_id)
+
+    def by_idempotency_key(self, key: str) -> OrderRow | None:
+        return self._one(orders.c.idempotency_key == key)
+
+    def _one(self, condition: Any) -> OrderRow | None:
+        with transaction(self.engine, DB) as conn:
+            row = conn.execute(select(orders).where(condition)).mappings().first()
+            if row is None:
+                return None
+            lines = {
+                d.goods_id: d.goods_num
+                for d in conn.execute(
+                    select(order_details.c.goods_id, order_details.c.goods_num)
+                    .where(order_details.c.order_id == row["id"])
+                )
+            }
+        return OrderRow(row["id"], row["user_id"], row["status"], row["reason"],
+                        row["request_hash"], lines, row["created_at"], row["updated_at"])

@@ -1,0 +1,30 @@
+"""The order database: orders (with their idempotency key) and order details."""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, DateTime, ForeignKey, Integer, MetaData, String, Table
+
+metadata = MetaData()
+
+orders = Table(
+    "orders",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(64), nullable=False),
+    Column("status", String(16), nullable=False),  # PENDING, CONFIRMED, FAILED
+    Column("reason", String(200), nullable=True),  # why FAILED, or why still PENDING
+    # Unique: a repeat of a key finds the first order instead of inserting a second one.
+    Column("idempotency_key", String(128), nullable=True, unique=True),
+    Column("request_hash", String(64), nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+)
+
+order_details = Table(
+    "order_details",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("order_id", String(32), ForeignKey("orders.id"), nullable=False, index=True),
+    Column("goods_id", String(64), nullable=False),
+    Column("goods_num", Integer, nullable=False),
+)

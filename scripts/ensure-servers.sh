@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis),
+# through apt-get when run as root; otherwise says what to install. Idempotent.
+set -euo pipefail
+need=()
+if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
+if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
+[ ${#need[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
+  echo "installing ${need[*]} with apt-get ..."
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  exit 0
+fi
+echo "missing system packages: ${need[*]}" >&2
+echo "install them, e.g.: sudo apt-get install ${need[*]}   (Debian/Ubuntu)" >&2
+exit 1

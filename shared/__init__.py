@@ -1,0 +1,1 @@
+"""Infrastructure both services use. It knows nothing of orders or stock."""

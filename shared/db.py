@@ -1,0 +1,85 @@
+"""SQLAlchemy engines and transactions, the same on SQLite, PostgreSQL and MySQL/MariaDB."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.exc import DBAPIError, OperationalError
+
+log = logging.getLogger(__name__)
+
+
+class DatabaseUnavailable(Exception):
+    """The database could not be reached; the request ends in a 503 naming it."""
+
+
+def make_engine(url: str, **kwargs: Any) -> Engine:
+    """An engine tuned for several threads and processes writing the same rows."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        connect_args = {"timeout": 30, "check_same_thread": False}
+        engine = create_engine(url, connect_args=connect_args, **kwargs)
+        _make_sqlite_transactions_immediate(engine)
+        return engine
+    kwargs.setdefault("pool_pre_ping", True)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", 20)
+    if parsed.get_backend_name() == "mysql":
+        kwargs.setdefault("connect_args", {"connect_timeout": 5})
+        # READ COMMITTED, as on PostgreSQL: every statement sees the latest committed rows,
+        # so the read inside the lock sees what the previous holder wrote.
+        kwargs.setdefault("isolation_level", "READ COMMITTED")
+    elif parsed.get_backend_name() == "postgresql":
+        kwargs.setdefault("connect_args", {"connect_timeout": 5})
+    return create_engine(url, **kwargs)
+
+
+def _make_sqlite_transactions_immediate(engine: Engine) -> None:
+    """SQLAlchemy's documented recipe for SQLite: BEGIN IMMEDIATE takes the write lock at the
+    start, so two deductions never both read and then fail to upgrade to writers
+    (SQLITE_BUSY is not retried by the busy timeout in that case). WAL lets readers go on."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+@contextmanager
+def transaction(engine: Engine, name: str) -> Iterator[Connection]:
+    """One transaction: committed when the block ends normally, rolled back otherwise.
+    A connection failure becomes DatabaseUnavailable(name)."""
+    try:
+        with engine.begin() as conn:
+            yield conn
+    except OperationalError as exc:
+        if _is_connection_error(exc):
+            raise DatabaseUnavailable(name) from exc
+        raise
+
+
+def _is_connection_error(exc: DBAPIError) -> bool:
+    if exc.connection_invalidated:
+        return True
+    text = str(exc.orig).lower()
+    return any(
+        marker in text
+        for marker in ("connection refused", "can't connect", "could not connect", "server closed",
+                       "lost connection", "gone away", "unable to open database", "timeout expired")
+    )
+
+
+def backend_name(engine: Engine) -> str:
+    return engine.url.get_backend_name()

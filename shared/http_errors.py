@@ -1,0 +1,47 @@
+"""One error shape for every service: `{"error": "...", ...}` with a 4xx/5xx status.
+
+Registered by both apps, so a malformed body, an oversized one, an unknown route or an
+unexpected exception all answer JSON, and no stack trace reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Flask, Response, jsonify
+from werkzeug.exceptions import HTTPException
+
+log = logging.getLogger(__name__)
+
+
+class ApiError(Exception):
+    """An error that ends a request with `status` and a JSON body."""
+
+    def __init__(self, status: int, message: str, **extra: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.extra = extra
+
+
+def error_response(status: int, message: str, **extra: Any) -> tuple[Response, int]:
+    return jsonify({"error": message, **extra}), status
+
+
+def register_error_handlers(app: Flask) -> None:
+    @app.errorhandler(ApiError)
+    def _api_error(exc: ApiError) -> tuple[Response, int]:
+        return error_response(exc.status, exc.message, **exc.extra)
+
+    @app.errorhandler(HTTPException)
+    def _http_error(exc: HTTPException) -> tuple[Response, int]:
+        status = exc.code or 500
+        if status == 413:
+            return error_response(413, "request body too large")
+        return error_response(status, exc.description or exc.name)
+
+    @app.errorhandler(Exception)
+    def _unexpected(exc: Exception) -> tuple[Response, int]:
+        log.exception("unhandled error")
+        return error_response(500, "internal error")

@@ -1,0 +1,45 @@
+"""A retry budget: how many attempts, how long in total, and a jittered backoff between them.
+
+Written here rather than taken from a library because the policy is tiny and the order service
+must decide per outcome what is safe to retry (only transport failures and 5xx, always with the
+same flag); the sleep function is injectable so tests never really sleep.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class RetryBudget:
+    attempts: int  # the first try included
+    total_seconds: float
+    base_delay: float = 0.2
+    max_delay: float = 2.0
+    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    rng: random.Random = field(default_factory=random.Random)
+
+    def __post_init__(self) -> None:
+        self._started = self.clock()
+        self.used = 0
+
+    def remaining_seconds(self) -> float:
+        return self.total_seconds - (self.clock() - self._started)
+
+    def next_attempt(self) -> bool:
+        """Wait the backoff before an attempt after the first; False when the budget is spent."""
+        if self.used >= self.attempts or self.remaining_seconds() <= 0:
+            return False
+        if self.used > 0:
+            # "Full jitter": a random delay up to the exponential cap spreads retries out.
+            cap = min(self.max_delay, self.base_delay * 2 ** (self.used - 1))
+            delay = min(self.rng.uniform(0, cap), max(self.remaining_seconds(), 0))
+            self.sleep(delay)
+            if self.remaining_seconds() <= 0:
+                return False
+        self.used += 1
+        return True

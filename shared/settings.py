@@ -1,0 +1,116 @@
+"""Settings read once from the environment (12-factor), with local defaults.
+
+Every service receives a `Settings` in `create_app(settings)`; nothing reads the environment
+later, so tests pass their own values and never patch `os.environ`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields, replace
+from typing import Any
+
+LOCK_BACKENDS = ("zookeeper", "redis", "database", "none")
+LOCK_SCOPES = ("sku", "global")
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a boolean: {text!r}")
+
+
+def _floats(text: str) -> tuple[float, ...]:
+    return tuple(float(part) for part in text.split(",") if part.strip())
+
+
+@dataclass(frozen=True)
+class Settings:
+    """One field per environment variable: the variable is the field name in upper case."""
+
+    order_database_url: str = "sqlite:///order.db"
+    stock_database_url: str = "sqlite:///stock.db"
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    zk_hosts: str = "127.0.0.1:2181"
+    stock_service_url: str = "http://127.0.0.1:8082"
+
+    # Lock strategy of the stock service.
+    lock_backend: str = "zookeeper"
+    lock_scope: str = "sku"
+    lock_timeout: float = 10.0  # seconds a deduction waits for its lock before a 503
+    lock_root: str = "/inventory/locks"
+    zk_session_timeout: float = 10.0
+    redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
+    fencing: bool = True  # refuse writes from a lock holder whose token is stale
+
+    # The order service's side of the flow.
+    flag_ttl: int = 1800  # seconds the operation flag lives in Redis (the article's 30 minutes)
+    stock_call_timeout: float = 5.0
+    stock_call_retries: int = 2  # retries after the first attempt, with the same flag
+    stock_call_budget: float = 20.0  # total seconds all attempts may take
+    retry_backoff: float = 0.2  # base of the jittered exponential backoff between attempts
+    confirm_backoff: tuple[float, ...] = field(default=(3.0, 5.0, 10.0))  # the article's polls
+    idempotency_wait: float = 30.0  # how long a repeat waits for the first request to finish
+
+    # Input limits: anything larger is refused with a 4xx before anything is written.
+    max_body_bytes: int = 64 * 1024
+    max_lines: int = 100
+    max_quantity: int = 10_000
+    max_stock_level: int = 1_000_000_000
+
+    # Schema: migrate at start-up, or refuse to start on an old schema (the default).
+    migrate_on_start: bool = False
+
+    # Fault injection for demos and tests. Off unless explicitly enabled.
+    fault_injection: bool = False
+
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        env = os.environ if environ is None else environ
+        values: dict[str, Any] = {}
+        for f in fields(cls):
+            raw = env.get(f.name.upper())
+            if raw is None:
+                continue
+            default = getattr(cls, f.name, None)
+            try:
+                values[f.name] = _convert(raw, default)
+            except ValueError as exc:
+                raise ValueError(f"{f.name.upper()}={raw!r}: {exc}") from exc
+        values.update(overrides)
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def with_(self, **changes: Any) -> Settings:
+        updated = replace(self, **changes)
+        updated.validate()
+        return updated
+
+    def validate(self) -> None:
+        if self.lock_backend not in LOCK_BACKENDS:
+            raise ValueError(f"LOCK_BACKEND must be one of {', '.join(LOCK_BACKENDS)}")
+        if self.lock_scope not in LOCK_SCOPES:
+            raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
+        if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
+            raise ValueError("timeouts must be positive")
+        if self.stock_call_retries < 0:
+            raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
+
+
+def _convert(raw: str, default: Any) -> Any:
+    if isinstance(default, bool):
+        return _bool(raw)
+    if isinstance(default, int):
+        return int(raw)
+    if isinstance(default, float):
+        return float(raw)
+    if isinstance(default, tuple):
+        return _floats(raw)
+    return raw

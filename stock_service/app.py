@@ -1,0 +1,68 @@
+"""create_app for the stock service."""
+
+from __future__ import annotations
+
+import logging
+
+from flask import Flask, Response, jsonify
+
+from shared.db import DatabaseUnavailable, make_engine
+from shared.http_errors import register_error_handlers
+from shared.locks import LockError, LockLost, LockTimeout, make_lock_backend
+from shared.logs import configure_logging
+from shared.redis_client import make_redis
+from shared.settings import Settings
+from shared.startup import prepare_schema
+from stock_service.api import bp
+from stock_service.deduction import RedisUnavailable, StockDeduction
+from stock_service.deps import StockDeps
+from stock_service.store import StockStore
+
+log = logging.getLogger("stock_service")
+
+
+def create_app(settings: Settings | None = None) -> Flask:
+    settings = settings or Settings.from_env()
+    configure_logging(settings.log_level)
+    app = Flask("stock_service")
+    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    engine = make_engine(settings.stock_database_url)
+    prepare_schema(engine, "stock", settings.migrate_on_start)
+    redis_client = make_redis(settings.redis_url)
+    locks = make_lock_backend(settings, engine=engine, redis=redis_client)
+    store = StockStore(engine, fencing=settings.fencing)
+    deduction = StockDeduction(store, redis_client, locks, settings.lock_scope,
+                               settings.lock_timeout, settings.flag_ttl)
+    app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
+    app.register_blueprint(bp)
+    register_error_handlers(app)
+    register_dependency_errors(app)
+    return app
+
+
+def register_dependency_errors(app: Flask) -> None:
+    """A dependency that is down or a lock not had: 503, a JSON error naming it, a log line."""
+
+    def unavailable(message: str, dependency: str) -> tuple[Response, int]:
+        log.warning("503: %s", message)
+        return jsonify({"error": message, "dependency": dependency}), 503
+
+    @app.errorhandler(LockTimeout)
+    def _lock_timeout(exc: LockTimeout) -> tuple[Response, int]:
+        return unavailable(f"lock wait timed out: {exc}", "lock")
+
+    @app.errorhandler(LockLost)
+    def _lock_lost(exc: LockLost) -> tuple[Response, int]:
+        return unavailable(f"lock lost, nothing written: {exc}", "lock")
+
+    @app.errorhandler(LockError)
+    def _lock_error(exc: LockError) -> tuple[Response, int]:
+        return unavailable(str(exc), exc.dependency)
+
+    @app.errorhandler(RedisUnavailable)
+    def _redis(exc: RedisUnavailable) -> tuple[Response, int]:
+        return unavailable(f"redis unavailable: {exc}", "redis")
+
+    @app.errorhandler(DatabaseUnavailable)
+    def _db(exc: DatabaseUnavailable) -> tuple[Response, int]:
+        return unavailable(f"{exc} unavailable", "database")
