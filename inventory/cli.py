@@ -121,8 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("seed", help="set stock levels: inventory seed g1=100 g2=5")
     p.add_argument("levels", nargs="+", metavar="GOODS=NUM")
     p.set_defaults(func=cmd_seed)
-    sub.add_parser("migrate", help="migrate ORDER_DATABASE_URL and STOCK_DATABASE_URL to head"
-                   ).set_defaults(func=cmd_migrate)
+    sub.add_parser(
+        "migrate", help="migrate ORDER_DATABASE_URL and STOCK_DATABASE_URL to head"
+    ).set_defaults(func=cmd_migrate)
     p = sub.add_parser("demo", help="the POST /genOrder demo (starts the stack if needed)")
     p.add_argument("--keep", action="store_true", help="leave a stack it started running")
     p.set_defaults(func=cmd_demo)

@@ -87,8 +87,10 @@ def run_demo(state: StackState, console: Console) -> int:
 def tell_story(state: StackState, client: StackClient, console: Console) -> int:
     console.rule("[bold]POST /genOrder, one order end to end")
     console.print(f"order service {state.order_url}   stock service {state.stock_url}")
-    console.print(f"ZooKeeper {state.zk_hosts}   Redis {state.redis_url}   "
-                  f"lock {state.lock_backend}/{state.lock_scope}")
+    console.print(
+        f"ZooKeeper {state.zk_hosts}   Redis {state.redis_url}   "
+        f"lock {state.lock_backend}/{state.lock_scope}"
+    )
 
     client.seed(GOODS, 5)
     before = client.level(GOODS)
@@ -96,8 +98,9 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
 
     body = {"userId": "alice", "items": [{"goodsId": GOODS, "num": 2}]}
     key = f"demo-{uuid.uuid4().hex[:12]}"
-    console.print(f"\n[bold]2. The order[/]: POST /genOrder  Idempotency-Key: {key}\n"
-                  f"   {json.dumps(body)}")
+    console.print(
+        f"\n[bold]2. The order[/]: POST /genOrder  Idempotency-Key: {key}\n   {json.dumps(body)}"
+    )
     lock_path = f"/inventory/locks/{GOODS if state.lock_scope == 'sku' else 'global'}"
     watch = LockWatch(state.zk_hosts, lock_path) if state.lock_backend == "zookeeper" else None
     with RedisMonitor(state.redis_url) as monitor:
@@ -115,8 +118,10 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
     console.print("\n[bold]3. The operation flag in Redis[/] (seen by MONITOR):")
     for line in monitor.about(order_id) or ["(no command seen)"]:
         console.print(f"   {line}")
-    console.print("   the order service SET the flag with a TTL; the stock service's DEL took it:"
-                  " whoever deletes it owns the operation.")
+    console.print(
+        "   the order service SET the flag with a TTL; the stock service's DEL took it:"
+        " whoever deletes it owns the operation."
+    )
 
     if watch:
         console.print(f"\n[bold]4. The lock node[/] under {lock_path} (children as they changed):")
@@ -127,33 +132,50 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
     flows = client.flows(order_id)
     table = Table("id", "flag", "goodsId", "num", "fence (czxid)", title="5. GET /stockFlow/{flag}")
     for flow in flows:
-        table.add_row(flow["id"], flow["flag"], flow["goodsId"], str(flow["num"]),
-                      str(flow["fence"]))
+        table.add_row(
+            flow["id"], flow["flag"], flow["goodsId"], str(flow["num"]), str(flow["fence"])
+        )
     console.print()
     console.print(table)
 
     after = client.level(GOODS)
-    console.print(f"\n[bold]6. Stock after[/]: {GOODS} = {after}  (before {before}, "
-                  f"deducted {sum(f['num'] for f in flows)})")
+    console.print(
+        f"\n[bold]6. Stock after[/]: {GOODS} = {after}  (before {before}, "
+        f"deducted {sum(f['num'] for f in flows)})"
+    )
 
     again = client.gen_order(body, key)
-    console.print(f"\n[bold]7. The same request again[/] (a double click, same key): "
-                  f"HTTP {again.status_code} orderId {again.json().get('orderId')} "
-                  f"replayed={again.headers.get('Idempotent-Replayed')}; stock now "
-                  f"{client.level(GOODS)}")
+    console.print(
+        f"\n[bold]7. The same request again[/] (a double click, same key): "
+        f"HTTP {again.status_code} orderId {again.json().get('orderId')} "
+        f"replayed={again.headers.get('Idempotent-Replayed')}; stock now "
+        f"{client.level(GOODS)}"
+    )
 
     greedy = client.gen_order({"userId": "bob", "items": [{"goodsId": GOODS, "num": 50}]})
-    console.print(f"\n[bold]8. An order for more than is left[/]: HTTP {greedy.status_code} "
-                  f"{json.dumps(greedy.json())}; stock still {client.level(GOODS)}")
+    console.print(
+        f"\n[bold]8. An order for more than is left[/]: HTTP {greedy.status_code} "
+        f"{json.dumps(greedy.json())}; stock still {client.level(GOODS)}"
+    )
 
     order = client.order_row(order_id)
-    ok = (response.status_code == 200 and order["status"] == "CONFIRMED" and len(flows) == 1
-          and before is not None and after == before - 2
-          and again.json().get("orderId") == order_id and greedy.status_code == 409
-          and client.level(GOODS) == after)
+    ok = (
+        response.status_code == 200
+        and order["status"] == "CONFIRMED"
+        and len(flows) == 1
+        and before is not None
+        and after == before - 2
+        and again.json().get("orderId") == order_id
+        and greedy.status_code == 409
+        and client.level(GOODS) == after
+    )
     verdict = "[green]the story holds" if ok else "[red]something is off: see above"
-    console.print(Panel(f"{verdict}[/]: order {order_id} is {order['status']}, "
-                        f"{before} - 2 = {after}, one flow, one order for two submits"))
+    console.print(
+        Panel(
+            f"{verdict}[/]: order {order_id} is {order['status']}, "
+            f"{before} - 2 = {after}, one flow, one order for two submits"
+        )
+    )
     return 0 if ok else 1
 
 

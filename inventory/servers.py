@@ -39,8 +39,13 @@ def port_open(port: int, host: str = "127.0.0.1") -> bool:
         return False
 
 
-def wait_until(check: Callable[[], bool], timeout: float, what: str, log: Path | None = None,
-               interval: float = 0.1) -> None:
+def wait_until(
+    check: Callable[[], bool],
+    timeout: float,
+    what: str,
+    log: Path | None = None,
+    interval: float = 0.1,
+) -> None:
     """Poll with a deadline; never sleep and hope."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -101,8 +106,15 @@ def pid_alive(pid: int) -> bool:
 def spawn(argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = None) -> int:
     """Start a detached process in a session of its own, so stopping its group stops it all."""
     with open(log, "ab") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=cwd,
-                                   env=env, start_new_session=True, stdin=subprocess.DEVNULL)
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=env,
+            start_new_session=True,
+            stdin=subprocess.DEVNULL,
+        )
     return process.pid
 
 
@@ -127,8 +139,9 @@ class ServerProcess:
         os.kill(self.pid, signal.SIGCONT)
 
 
-def start_zookeeper(folder: Path, port: int | None = None, fsync: bool = True,
-                    timeout: float = 60.0) -> ServerProcess:
+def start_zookeeper(
+    folder: Path, port: int | None = None, fsync: bool = True, timeout: float = 60.0
+) -> ServerProcess:
     """A standalone ZooKeeper, started the way that works here: java QuorumPeerMain with a
     config we write (Debian's zkServer.sh wrapper is unreliable)."""
     if "zookeeper" in missing_servers():
@@ -149,8 +162,15 @@ def start_zookeeper(folder: Path, port: int | None = None, fsync: bool = True,
         f"forceSync={'yes' if fsync else 'no'}\n"
     )
     log = folder / "zookeeper.log"
-    argv = ["java", "-Xmx256m", "-cp", f"{ZK_CONF_DIR}:{ZK_JAR}",
-            f"-Dzookeeper.log.dir={folder}", ZK_MAIN, str(config)]
+    argv = [
+        "java",
+        "-Xmx256m",
+        "-cp",
+        f"{ZK_CONF_DIR}:{ZK_JAR}",
+        f"-Dzookeeper.log.dir={folder}",
+        ZK_MAIN,
+        str(config),
+    ]
     pid = spawn(argv, log, folder)
     server = ServerProcess("zookeeper", port, pid, log)
     try:
@@ -177,8 +197,21 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
     port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
     log = folder / "redis.log"
-    argv = ["redis-server", "--bind", "127.0.0.1", "--port", str(port), "--save", "",
-            "--appendonly", "no", "--dir", str(folder), "--daemonize", "no"]
+    argv = [
+        "redis-server",
+        "--bind",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--dir",
+        str(folder),
+        "--daemonize",
+        "no",
+    ]
     pid = spawn(argv, log, folder)
     server = ServerProcess("redis", port, pid, log)
     try:

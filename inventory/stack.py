@@ -13,6 +13,7 @@ import json
 import os
 import sys
 from dataclasses import asdict, dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -48,11 +49,15 @@ class StackState:
         return data
 
     def env(self) -> dict[str, str]:
-        return {"ZK_HOSTS": self.zk_hosts, "REDIS_URL": self.redis_url,
-                "ORDER_DATABASE_URL": self.order_database_url,
-                "STOCK_DATABASE_URL": self.stock_database_url,
-                "STOCK_SERVICE_URL": self.stock_url,
-                "LOCK_BACKEND": self.lock_backend, "LOCK_SCOPE": self.lock_scope}
+        return {
+            "ZK_HOSTS": self.zk_hosts,
+            "REDIS_URL": self.redis_url,
+            "ORDER_DATABASE_URL": self.order_database_url,
+            "STOCK_DATABASE_URL": self.stock_database_url,
+            "STOCK_SERVICE_URL": self.stock_url,
+            "LOCK_BACKEND": self.lock_backend,
+            "LOCK_SCOPE": self.lock_scope,
+        }
 
 
 def load_state(home: Path | None = None) -> StackState | None:
@@ -74,8 +79,13 @@ def preferred_port(port: int) -> int:
     return port if not port_open(port) else free_port()
 
 
-def up(home: Path | None = None, workers: int = 2, threads: int = 8,
-       extra_env: dict[str, str] | None = None, say: Any = print) -> StackState:
+def up(
+    home: Path | None = None,
+    workers: int = 2,
+    threads: int = 8,
+    extra_env: dict[str, str] | None = None,
+    say: Any = print,
+) -> StackState:
     home = home or home_dir()
     existing = load_state(home)
     if existing and is_running(existing):
@@ -99,8 +109,10 @@ def up(home: Path | None = None, workers: int = 2, threads: int = 8,
             redis_url = f"redis://{rd.address}/0"
         state = StackState(
             home=str(home),
-            order_url="", stock_url="",
-            zk_hosts=zk_hosts, redis_url=redis_url,
+            order_url="",
+            stock_url="",
+            zk_hosts=zk_hosts,
+            redis_url=redis_url,
             order_database_url=env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
             stock_database_url=env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
             lock_backend=env.get("LOCK_BACKEND", "zookeeper"),
@@ -116,12 +128,14 @@ def up(home: Path | None = None, workers: int = 2, threads: int = 8,
         state.order_url = f"http://127.0.0.1:{order_port}"
         service_env = {**env, **state.env()}
         started["stock_service"] = start_service(
-            "stock_service", stock_port, home, service_env, workers, threads)
+            "stock_service", stock_port, home, service_env, workers, threads
+        )
         started["order_service"] = start_service(
-            "order_service", order_port, home, service_env, workers, threads * 2)
+            "order_service", order_port, home, service_env, workers, threads * 2
+        )
         save_state(state)
         for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
-            wait_until(lambda url=url: healthy(url), 60, name, home / f"{name}.log")
+            wait_until(partial(healthy, url), 60, name, home / f"{name}.log")
     except BaseException:
         for pid in reversed(list(started.values())):
             stop_pid(pid)
@@ -130,13 +144,31 @@ def up(home: Path | None = None, workers: int = 2, threads: int = 8,
     return state
 
 
-def start_service(module: str, port: int, home: Path, env: dict[str, str], workers: int,
-                  threads: int) -> int:
-    argv = [sys.executable, "-m", "gunicorn", f"{module}:create_app()",
-            "--bind", f"127.0.0.1:{port}", "--workers", str(workers),
-            "--worker-class", "gthread", "--threads", str(threads),
-            "--timeout", "60", "--graceful-timeout", "5",
-            "--backlog", "2048", "--error-logfile", "-"]
+def start_service(
+    module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
+) -> int:
+    argv = [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        f"{module}:create_app()",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--timeout",
+        "60",
+        "--graceful-timeout",
+        "5",
+        "--backlog",
+        "2048",
+        "--error-logfile",
+        "-",
+    ]
     return servers.spawn(argv, home / f"{module}.log", home, env)
 
 

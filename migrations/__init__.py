@@ -41,8 +41,6 @@ def pending(engine: Engine, history: str) -> bool:
     """True when the database is not at the head revision of that history."""
     script = ScriptDirectory.from_config(alembic_config(str(engine.url), history))
     with engine.connect() as conn:
-        context = MigrationContext.configure(
-            conn, opts={"version_table": version_table(history)}
-        )
+        context = MigrationContext.configure(conn, opts={"version_table": version_table(history)})
         current = set(context.get_current_heads())
     return current != set(script.get_heads())

@@ -17,7 +17,7 @@ MAX_IDEMPOTENCY_KEY = 128
 
 
 def deps() -> OrderDeps:
-    return current_app.extensions["orders"]  # type: ignore[no-any-return]
+    return current_app.extensions["orders"]
 
 
 def parse_order(body: Any, settings: Settings) -> OrderRequest:
@@ -42,8 +42,9 @@ def parse_order(body: Any, settings: Settings) -> OrderRequest:
         if not isinstance(entry, dict):
             raise ApiError(400, f"items[{i}] must be an object", field=f"items[{i}]")
         goods_id = identifier(entry.get("goodsId"), f"items[{i}].goodsId")
-        pairs.append((goods_id, quantity(entry.get("num"), f"items[{i}].num",
-                                         settings.max_quantity)))
+        pairs.append(
+            (goods_id, quantity(entry.get("num"), f"items[{i}].num", settings.max_quantity))
+        )
     return OrderRequest(user_id, merge_lines(pairs, settings.max_quantity))
 
 

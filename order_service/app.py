@@ -22,8 +22,9 @@ from shared.startup import prepare_schema
 log = logging.getLogger("order_service")
 
 
-def create_app(settings: Settings | None = None,
-               stock_transport: httpx.BaseTransport | None = None) -> Flask:
+def create_app(
+    settings: Settings | None = None, stock_transport: httpx.BaseTransport | None = None
+) -> Flask:
     """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level)
@@ -32,12 +33,23 @@ def create_app(settings: Settings | None = None,
     engine = make_engine(settings.order_database_url)
     prepare_schema(engine, "order", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
-    stock = StockClient(settings.stock_service_url, settings.stock_call_timeout,
-                        settings.stock_call_retries, settings.stock_call_budget,
-                        settings.retry_backoff, transport=stock_transport)
+    stock = StockClient(
+        settings.stock_service_url,
+        settings.stock_call_timeout,
+        settings.stock_call_retries,
+        settings.stock_call_budget,
+        settings.retry_backoff,
+        transport=stock_transport,
+    )
     store = OrderStore(engine)
-    flow = OrderFlow(store, redis_client, stock, settings.flag_ttl, settings.confirm_backoff,
-                     settings.idempotency_wait)
+    flow = OrderFlow(
+        store,
+        redis_client,
+        stock,
+        settings.flag_ttl,
+        settings.confirm_backoff,
+        settings.idempotency_wait,
+    )
     app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
     app.register_blueprint(bp)
     register_error_handlers(app)

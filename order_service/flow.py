@@ -50,16 +50,25 @@ def answer_for(order: OrderRow) -> OrderAnswer:
     if order.status == CONFIRMED:
         return OrderAnswer(200, {"orderId": order.id, "status": CONFIRMED, "result": "success"})
     if order.status == FAILED:
-        return OrderAnswer(409, {"orderId": order.id, "status": FAILED, "result": "false",
-                                 "reason": order.reason})
-    return OrderAnswer(202, {"orderId": order.id, "status": PENDING, "result": "pending",
-                             "reason": order.reason})
+        return OrderAnswer(
+            409, {"orderId": order.id, "status": FAILED, "result": "false", "reason": order.reason}
+        )
+    return OrderAnswer(
+        202, {"orderId": order.id, "status": PENDING, "result": "pending", "reason": order.reason}
+    )
 
 
 class OrderFlow:
-    def __init__(self, store: OrderStore, redis_client: redis.Redis, stock: StockClient,
-                 flag_ttl: int, confirm_backoff: tuple[float, ...], idempotency_wait: float,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(
+        self,
+        store: OrderStore,
+        redis_client: redis.Redis,
+        stock: StockClient,
+        flag_ttl: int,
+        confirm_backoff: tuple[float, ...],
+        idempotency_wait: float,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
         self.store = store
         self.redis = redis_client
         self.stock = stock
@@ -76,8 +85,9 @@ class OrderFlow:
                 return self.replay(existing, request)
         order_id = new_id()
         try:
-            self.store.create_pending(order_id, request.user_id, request.lines,
-                                      idempotency_key, fingerprint)
+            self.store.create_pending(
+                order_id, request.user_id, request.lines, idempotency_key, fingerprint
+            )
         except IntegrityError:
             # Two submits with one key raced; the unique key let exactly one insert through.
             existing = self.store.by_idempotency_key(idempotency_key or "")
@@ -89,8 +99,9 @@ class OrderFlow:
         if answer.outcome == "rejected":
             return self.undo_rejected(order_id, answer)
         if answer.outcome == "insufficient":
-            return self.finish(order_id, FAILED, "insufficient_stock", 409,
-                               shortfalls=_shortfalls(answer))
+            return self.finish(
+                order_id, FAILED, "insufficient_stock", 409, shortfalls=_shortfalls(answer)
+            )
         return self.confirm(order_id, answer)
 
     def write_flag(self, order_id: str) -> None:
@@ -100,8 +111,13 @@ class OrderFlow:
         except redis.RedisError as exc:
             log.warning("redis unavailable writing flag %s: %s", order_id, exc)
             self.store.finish(order_id, FAILED, "redis_unavailable")
-            raise ApiError(503, "redis unavailable; the order was not placed",
-                           dependency="redis", orderId=order_id, status=FAILED) from exc
+            raise ApiError(
+                503,
+                "redis unavailable; the order was not placed",
+                dependency="redis",
+                orderId=order_id,
+                status=FAILED,
+            ) from exc
 
     def confirm(self, order_id: str, answer: StockAnswer) -> OrderAnswer:
         flows = self.poll_flows(order_id)
@@ -111,14 +127,24 @@ class OrderFlow:
             # Neither the call nor the polls got an answer: the outcome really is unknown.
             reason = f"outcome_unknown: {answer.error}"
             self.store.finish(order_id, PENDING, reason[:200])
-            raise ApiError(503, "stock service unavailable; the order's outcome is unknown",
-                           dependency="stock service", orderId=order_id, status=PENDING)
+            raise ApiError(
+                503,
+                "stock service unavailable; the order's outcome is unknown",
+                dependency="stock service",
+                orderId=order_id,
+                status=PENDING,
+            )
         if answer.outcome == UNKNOWN:
             reason = f"stock_unavailable: {answer.error}"
             self.store.finish(order_id, FAILED, reason[:200])
-            raise ApiError(503, "stock service unavailable; the order failed",
-                           dependency="stock service", orderId=order_id, status=FAILED,
-                           reason=reason[:200])
+            raise ApiError(
+                503,
+                "stock service unavailable; the order failed",
+                dependency="stock service",
+                orderId=order_id,
+                status=FAILED,
+                reason=reason[:200],
+            )
         return self.finish(order_id, FAILED, "not_confirmed", 409)
 
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
@@ -133,11 +159,15 @@ class OrderFlow:
             flows = latest if latest is not None else flows
         return flows
 
-    def finish(self, order_id: str, status: str, reason: str | None, code: int,
-               **extra: Any) -> OrderAnswer:
+    def finish(
+        self, order_id: str, status: str, reason: str | None, code: int, **extra: Any
+    ) -> OrderAnswer:
         self.store.finish(order_id, status, reason)
-        body: dict[str, Any] = {"orderId": order_id, "status": status,
-                                "result": "success" if status == CONFIRMED else "false"}
+        body: dict[str, Any] = {
+            "orderId": order_id,
+            "status": status,
+            "result": "success" if status == CONFIRMED else "false",
+        }
         if reason:
             body["reason"] = reason
         body.update(extra)
@@ -152,15 +182,24 @@ class OrderFlow:
             log.warning("could not delete flag %s of a rejected order", order_id)
         message = answer.body.get("error") if isinstance(answer.body, dict) else None
         status = 422 if answer.status == 404 else 400
-        raise ApiError(status, message or "rejected by the stock service",
-                       **({"goodsIds": answer.body["goodsIds"]}
-                          if isinstance(answer.body, dict) and "goodsIds" in answer.body else {}))
+        raise ApiError(
+            status,
+            message or "rejected by the stock service",
+            **(
+                {"goodsIds": answer.body["goodsIds"]}
+                if isinstance(answer.body, dict) and "goodsIds" in answer.body
+                else {}
+            ),
+        )
 
     def replay(self, existing: OrderRow, request: OrderRequest) -> OrderAnswer:
         """A repeat of an Idempotency-Key: the first request's answer, nothing new created."""
         if existing.request_hash != request.fingerprint():
-            raise ApiError(422, "Idempotency-Key was already used with a different request",
-                           orderId=existing.id)
+            raise ApiError(
+                422,
+                "Idempotency-Key was already used with a different request",
+                orderId=existing.id,
+            )
         order: OrderRow | None = existing
         deadline = time.monotonic() + self.idempotency_wait
         while order is not None and order.status == PENDING and order.reason is None:

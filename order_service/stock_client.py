@@ -36,9 +36,16 @@ class StockAnswer:
 
 
 class StockClient:
-    def __init__(self, base_url: str, timeout: float, retries: int, budget_seconds: float,
-                 backoff: float, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] | None = None) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        timeout: float,
+        retries: int,
+        budget_seconds: float,
+        backoff: float,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] | None = None,
+    ) -> None:
         self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
         self.retries = retries
         self.budget_seconds = budget_seconds

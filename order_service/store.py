@@ -47,21 +47,37 @@ class OrderStore:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
 
-    def create_pending(self, order_id: str, user_id: str, lines: dict[str, int],
-                       idempotency_key: str | None, request_hash: str | None) -> None:
+    def create_pending(
+        self,
+        order_id: str,
+        user_id: str,
+        lines: dict[str, int],
+        idempotency_key: str | None,
+        request_hash: str | None,
+    ) -> None:
         """The order and its details in one transaction. A repeated idempotency key raises
         IntegrityError and writes nothing."""
         stamp = now()
         with transaction(self.engine, DB) as conn:
-            conn.execute(insert(orders).values(
-                id=order_id, user_id=user_id, status=PENDING, reason=None,
-                idempotency_key=idempotency_key, request_hash=request_hash,
-                created_at=stamp, updated_at=stamp,
-            ))
-            conn.execute(insert(order_details), [
-                {"id": new_id(), "order_id": order_id, "goods_id": g, "goods_num": n}
-                for g, n in sorted(lines.items())
-            ])
+            conn.execute(
+                insert(orders).values(
+                    id=order_id,
+                    user_id=user_id,
+                    status=PENDING,
+                    reason=None,
+                    idempotency_key=idempotency_key,
+                    request_hash=request_hash,
+                    created_at=stamp,
+                    updated_at=stamp,
+                )
+            )
+            conn.execute(
+                insert(order_details),
+                [
+                    {"id": new_id(), "order_id": order_id, "goods_id": g, "goods_num": n}
+                    for g, n in sorted(lines.items())
+                ],
+            )
 
     def finish(self, order_id: str, status: str, reason: str | None) -> None:
         """Move a PENDING order to its outcome (or record why it is still PENDING)."""
@@ -92,9 +108,18 @@ class OrderStore:
             lines = {
                 d.goods_id: d.goods_num
                 for d in conn.execute(
-                    select(order_details.c.goods_id, order_details.c.goods_num)
-                    .where(order_details.c.order_id == row["id"])
+                    select(order_details.c.goods_id, order_details.c.goods_num).where(
+                        order_details.c.order_id == row["id"]
+                    )
                 )
             }
-        return OrderRow(row["id"], row["user_id"], row["status"], row["reason"],
-                        row["request_hash"], lines, row["created_at"], row["updated_at"])
+        return OrderRow(
+            row["id"],
+            row["user_id"],
+            row["status"],
+            row["reason"],
+            row["request_hash"],
+            lines,
+            row["created_at"],
+            row["updated_at"],
+        )

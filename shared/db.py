@@ -76,8 +76,16 @@ def _is_connection_error(exc: DBAPIError) -> bool:
     text = str(exc.orig).lower()
     return any(
         marker in text
-        for marker in ("connection refused", "can't connect", "could not connect", "server closed",
-                       "lost connection", "gone away", "unable to open database", "timeout expired")
+        for marker in (
+            "connection refused",
+            "can't connect",
+            "could not connect",
+            "server closed",
+            "lost connection",
+            "gone away",
+            "unable to open database",
+            "timeout expired",
+        )
     )
 
 

@@ -16,23 +16,24 @@ log = logging.getLogger(__name__)
 
 
 class ApiError(Exception):
-    """An error that ends a request with `status` and a JSON body."""
+    """An error that ends a request with HTTP status `code` and a JSON body; `extra` fields
+    (which may include a `status` of an order) are added to the body."""
 
-    def __init__(self, status: int, message: str, **extra: Any) -> None:
+    def __init__(self, code: int, message: str, /, **extra: Any) -> None:
         super().__init__(message)
-        self.status = status
+        self.code = code
         self.message = message
         self.extra = extra
 
 
-def error_response(status: int, message: str, **extra: Any) -> tuple[Response, int]:
-    return jsonify({"error": message, **extra}), status
+def error_response(code: int, message: str, /, **extra: Any) -> tuple[Response, int]:
+    return jsonify({"error": message, **extra}), code
 
 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> tuple[Response, int]:
-        return error_response(exc.status, exc.message, **exc.extra)
+        return error_response(exc.code, exc.message, **exc.extra)
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> tuple[Response, int]:

@@ -16,7 +16,7 @@ bp = Blueprint("stock", __name__)
 
 
 def deps() -> StockDeps:
-    return current_app.extensions["stock"]  # type: ignore[no-any-return]
+    return current_app.extensions["stock"]
 
 
 def parse_lines(body: Any, max_lines: int, max_quantity: int) -> dict[str, int]:
@@ -64,8 +64,7 @@ def reduce_stock(flag: str) -> tuple[Response, int]:
         ]
         return jsonify(body), 409
     if result.outcome is Outcome.DEDUCTED:
-        body["lock"] = {"backend": d.locks.name, "nodes": result.lock_nodes,
-                        "fence": result.tokens}
+        body["lock"] = {"backend": d.locks.name, "nodes": result.lock_nodes, "fence": result.tokens}
     return jsonify(body), 200
 
 
@@ -81,8 +80,15 @@ def get_stock(goods_id: str) -> Any:
     row = deps().store.level(goods_id)
     if row is None:
         raise ApiError(404, f"unknown goods: {goods_id}", goodsIds=[goods_id])
-    return jsonify({"goodsId": goods_id, "num": row["num"], "seededNum": row["seeded_num"],
-                    "seedVersion": row["seed_version"], "fence": row["fence"]})
+    return jsonify(
+        {
+            "goodsId": goods_id,
+            "num": row["num"],
+            "seededNum": row["seeded_num"],
+            "seedVersion": row["seed_version"],
+            "fence": row["fence"],
+        }
+    )
 
 
 @bp.put("/stock/<goods_id>")

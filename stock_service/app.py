@@ -31,8 +31,9 @@ def create_app(settings: Settings | None = None) -> Flask:
     redis_client = make_redis(settings.redis_url)
     locks = make_lock_backend(settings, engine=engine, redis=redis_client)
     store = StockStore(engine, fencing=settings.fencing)
-    deduction = StockDeduction(store, redis_client, locks, settings.lock_scope,
-                               settings.lock_timeout, settings.flag_ttl)
+    deduction = StockDeduction(
+        store, redis_client, locks, settings.lock_scope, settings.lock_timeout, settings.flag_ttl
+    )
     app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
     app.register_blueprint(bp)
     register_error_handlers(app)

@@ -41,8 +41,15 @@ class DeductionResult:
 
 
 class StockDeduction:
-    def __init__(self, store: StockStore, redis_client: redis.Redis, locks: LockBackend,
-                 lock_scope: str, lock_timeout: float, flag_ttl: int) -> None:
+    def __init__(
+        self,
+        store: StockStore,
+        redis_client: redis.Redis,
+        locks: LockBackend,
+        lock_scope: str,
+        lock_timeout: float,
+        flag_ttl: int,
+    ) -> None:
         self.store = store
         self.redis = redis_client
         self.locks = locks

@@ -105,8 +105,9 @@ class StockStore:
             rows = {
                 row.goods_id: row
                 for row in conn.execute(
-                    select(stock.c.goods_id, stock.c.num, stock.c.seed_version, stock.c.fence)
-                    .where(stock.c.goods_id.in_(goods_ids))
+                    select(
+                        stock.c.goods_id, stock.c.num, stock.c.seed_version, stock.c.fence
+                    ).where(stock.c.goods_id.in_(goods_ids))
                 )
             }
             short = [
@@ -118,7 +119,9 @@ class StockStore:
                 return short  # the transaction ends without a write
             stamp = now()
             for g in goods_ids:
-                self._write_level(conn, g, int(rows[g].num) - lines[g], tokens[g] if fenced else None)
+                self._write_level(
+                    conn, g, int(rows[g].num) - lines[g], tokens[g] if fenced else None
+                )
             conn.execute(
                 insert(stock_flow),
                 [

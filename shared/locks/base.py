@@ -70,4 +70,3 @@ class LockBackend(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - most backends hold nothing to close
         pass
-

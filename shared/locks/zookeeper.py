@@ -30,8 +30,9 @@ log = logging.getLogger(__name__)
 class ZooKeeperLocks(LockBackend):
     name = "zookeeper"
 
-    def __init__(self, hosts: str, root: str, session_timeout: float = 10.0,
-                 connect_timeout: float = 5.0) -> None:
+    def __init__(
+        self, hosts: str, root: str, session_timeout: float = 10.0, connect_timeout: float = 5.0
+    ) -> None:
         self.hosts = hosts
         self.root = root.rstrip("/")
         self.connect_timeout = connect_timeout
@@ -113,8 +114,10 @@ class ZooKeeperLocks(LockBackend):
         return int(stat.czxid)
 
     def _still_connected(self, interruptions_at_start: int) -> bool:
-        return (self._interruptions == interruptions_at_start
-                and self._client.state == KazooState.CONNECTED)
+        return (
+            self._interruptions == interruptions_at_start
+            and self._client.state == KazooState.CONNECTED
+        )
 
     @staticmethod
     def _release(lock: Lock) -> None:

@@ -1,0 +1,80 @@
+"""Builders the integration tests share: both apps wired in-process over httpx.WSGITransport."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import sqlalchemy as sa
+from flask import Flask
+from flask.testing import FlaskClient
+
+import order_service
+import stock_service
+from order_service.tables import order_details, orders
+from shared.settings import Settings
+from stock_service.tables import stock, stock_flow
+
+
+@dataclass
+class Services:
+    settings: Settings
+    stock_app: Flask
+    order_app: Flask
+    stock: FlaskClient
+    order: FlaskClient
+    engine: sa.Engine
+
+    def seed(self, goods_id: str, num: int) -> None:
+        response = self.stock.put(f"/stock/{goods_id}", json={"num": num})
+        assert response.status_code == 200, response.json
+
+    def level(self, goods_id: str) -> int | None:
+        with self.engine.connect() as conn:
+            return conn.execute(
+                sa.select(stock.c.num).where(stock.c.goods_id == goods_id)
+            ).scalar_one_or_none()
+
+    def flows(self, **where: Any) -> list[Any]:
+        with self.engine.connect() as conn:
+            query = sa.select(stock_flow)
+            for column, value in where.items():
+                query = query.where(stock_flow.c[column] == value)
+            return list(conn.execute(query).mappings())
+
+    def orders_of(self, user_id: str) -> list[Any]:
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(sa.select(orders).where(orders.c.user_id == user_id)).mappings()
+            )
+
+    def details_of(self, order_id: str) -> list[Any]:
+        with self.engine.connect() as conn:
+            return list(
+                conn.execute(
+                    sa.select(order_details).where(order_details.c.order_id == order_id)
+                ).mappings()
+            )
+
+
+@contextmanager
+def running_services(settings: Settings, wrap_transport: Any = None) -> Iterator[Services]:
+    """Both apps in this process; the order service reaches the stock service through
+    httpx.WSGITransport, optionally wrapped (to lose a response, to time out)."""
+    stock_app = stock_service.create_app(settings)
+    transport: httpx.BaseTransport = httpx.WSGITransport(app=stock_app)
+    if wrap_transport is not None:
+        transport = wrap_transport(transport)
+    order_app = order_service.create_app(settings, stock_transport=transport)
+    engine = sa.create_engine(settings.stock_database_url)
+    try:
+        yield Services(
+            settings, stock_app, order_app, stock_app.test_client(), order_app.test_client(), engine
+        )
+    finally:
+        engine.dispose()
+        order_app.extensions["orders"].close()
+        stock_app.extensions["stock"].close()
