@@ -29,7 +29,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     engine = make_engine(settings.stock_database_url)
     prepare_schema(engine, "stock", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
-    locks = make_lock_backend(settings, engine=engine, redis=redis_client)
+    locks = make_lock_backend(settings, engine, redis_client)
     store = StockStore(engine, fencing=settings.fencing)
     deduction = StockDeduction(
         store, redis_client, locks, settings.lock_scope, settings.lock_timeout, settings.flag_ttl

@@ -89,39 +89,32 @@ class StockStore:
         return row
 
     def deduct(self, flag: str, lines: dict[str, int], lease: Lease) -> list[Shortfall]:
-        """All or nothing: every line deducted and one flow row each, in one transaction, or
-        nothing at all. Returns the shortfalls (empty on success).
+        """The read-check-write the lock protects, all or nothing: every line deducted with one
+        flow row each in one transaction, or nothing at all. Returns the shortfalls (empty on
+        success).
 
-        With fencing, each row first gets this holder's token (committed before the read),
-        and the write succeeds only while the row still carries it: a stale holder that was
-        paused past its session, even one that read before the new holder acquired, finds the
-        newer token and writes nothing."""
+        Two transactions: the first registers this holder's fencing token on each row and reads
+        the levels, and commits; the second writes each level only where the row still carries
+        the token, inserts the flows, checks the lease and commits. A stale holder (paused past
+        its session), even one that read before the new holder acquired, finds a newer token
+        and writes nothing. Without a lock nothing orders the two transactions of concurrent
+        buyers: that is the oversell LOCK_BACKEND=none shows."""
         goods_ids = sorted(lines)
         tokens = {g: lease.token_for(g) for g in goods_ids}
         fenced = self.fencing and all(t is not None for t in tokens.values())
-        if fenced:
-            self._register_tokens(tokens)
+        rows = self._register_and_read(goods_ids, tokens if fenced else None)
+        short = [
+            Shortfall(g, lines[g], int(rows[g].num) if g in rows else 0)
+            for g in goods_ids
+            if g not in rows or rows[g].num < lines[g]
+        ]
+        if short:
+            return short
         with transaction(self.engine, DB) as conn:
-            rows = {
-                row.goods_id: row
-                for row in conn.execute(
-                    select(
-                        stock.c.goods_id, stock.c.num, stock.c.seed_version, stock.c.fence
-                    ).where(stock.c.goods_id.in_(goods_ids))
-                )
-            }
-            short = [
-                Shortfall(g, lines[g], int(rows[g].num) if g in rows else 0)
-                for g in goods_ids
-                if g not in rows or rows[g].num < lines[g]
-            ]
-            if short:
-                return short  # the transaction ends without a write
             stamp = now()
             for g in goods_ids:
-                self._write_level(
-                    conn, g, int(rows[g].num) - lines[g], tokens[g] if fenced else None
-                )
+                new_level = int(rows[g].num) - lines[g]
+                self._write_level(conn, g, new_level, tokens[g] if fenced else None)
             conn.execute(
                 insert(stock_flow),
                 [
@@ -141,9 +134,11 @@ class StockStore:
             lease.check()
         return []
 
-    def _register_tokens(self, tokens: dict[str, int | None]) -> None:
+    def _register_and_read(
+        self, goods_ids: list[str], tokens: dict[str, int | None] | None
+    ) -> dict[str, Any]:
         with transaction(self.engine, DB) as conn:
-            for goods_id, token in tokens.items():
+            for goods_id, token in (tokens or {}).items():
                 registered = conn.execute(
                     update(stock)
                     .where(stock.c.goods_id == goods_id, stock.c.fence < token)
@@ -151,6 +146,14 @@ class StockStore:
                 ).rowcount
                 if registered != 1:
                     raise LockLost(f"fencing token {token} for {goods_id} is stale")
+            return {
+                row.goods_id: row
+                for row in conn.execute(
+                    select(stock.c.goods_id, stock.c.num, stock.c.seed_version).where(
+                        stock.c.goods_id.in_(goods_ids)
+                    )
+                )
+            }
 
     @staticmethod
     def _write_level(conn: Connection, goods_id: str, new_level: int, token: int | None) -> None:

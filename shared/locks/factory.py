@@ -2,19 +2,29 @@
 
 from __future__ import annotations
 
-from typing import Any
+import redis
+from sqlalchemy import Engine
 
 from shared.locks.base import LockBackend
-from shared.locks.none import NoLock
 from shared.settings import Settings
 
 
-def make_lock_backend(settings: Settings, **clients: Any) -> LockBackend:
+def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Redis) -> LockBackend:
+    """`engine` is the stock database (for `database`); `redis_client` the flag Redis (for
+    `redis`). Nothing connects here: every backend connects on first use."""
     backend = settings.lock_backend
     if backend == "zookeeper":
         from shared.locks.zookeeper import ZooKeeperLocks
 
         return ZooKeeperLocks(settings.zk_hosts, settings.lock_root, settings.zk_session_timeout)
-    if backend == "none":
-        return NoLock()
-    raise ValueError(f"LOCK_BACKEND={backend!r} is not available")
+    if backend == "redis":
+        from shared.locks.redis import RedisLocks
+
+        return RedisLocks(redis_client, ttl=settings.redis_lock_ttl)
+    if backend == "database":
+        from shared.locks.database import DatabaseLocks
+
+        return DatabaseLocks(engine)
+    from shared.locks.none import NoLock
+
+    return NoLock()

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import pytest
-import sqlalchemy as sa
 
 from shared.db import make_engine
 from shared.locks import Lease, LockLost
 from stock_service.store import StockStore
-from stock_service.tables import stock
 from tests.conftest import unique
 
 
@@ -36,11 +34,7 @@ def test_a_stale_holder_that_read_before_the_new_holder_acquired_is_refused(
 ) -> None:
     goods = seeded(store, 1)
     # Holder A registers token 100 and reads the level (1) ... then pauses past its session.
-    store._register_tokens({goods: 100})
-    with store.engine.begin() as stale:
-        level_seen_by_a = stale.execute(
-            sa.select(stock.c.num).where(stock.c.goods_id == goods)
-        ).scalar_one()
+    level_seen_by_a = store._register_and_read([goods], {goods: 100})[goods].num
     assert level_seen_by_a == 1
     # Holder B acquires (token 200) and sells the last unit.
     assert store.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 200})) == []

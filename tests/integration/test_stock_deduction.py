@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import redis as redis_lib
 
+import stock_service
 from shared.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
@@ -34,9 +35,17 @@ def reduce(s: Services, flag: str, lines: list[tuple[str, int]]) -> tuple[int, d
 
 
 @pytest.mark.parametrize("scope", ["sku", "global"])
-def test_eighty_buyers_never_oversell_twenty_units(settings: Settings, scope: str) -> None:
+@pytest.mark.parametrize("backend", ["zookeeper", "redis", "database"])
+def test_eighty_buyers_never_oversell_twenty_units(
+    settings: Settings, backend: str, scope: str
+) -> None:
+    configured = settings.with_(lock_backend=backend, lock_scope=scope)
+    if backend == "database" and settings.stock_database_url.startswith("sqlite"):
+        with pytest.raises(ValueError, match="PostgreSQL or MySQL"):
+            stock_service.create_app(configured)
+        return
     goods = unique()
-    with running_services(settings.with_(lock_scope=scope)) as s:
+    with running_services(configured) as s:
         s.seed(goods, 20)
         flags = [unique("flag") for _ in range(80)]
         for flag in flags:

@@ -1,0 +1,171 @@
+"""Each lock backend against its real server: mutual exclusion, growing fencing tokens,
+timeouts, lease renewal and loss."""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+import redis as redis_lib
+
+import migrations
+from inventory.servers import ServerProcess, start_zookeeper
+from shared.db import make_engine
+from shared.locks import LockBackend, LockLost, LockTimeout
+from shared.locks.database import DatabaseLocks
+from shared.locks.redis import RedisLocks
+from shared.locks.zookeeper import ZooKeeperLocks
+from tests.conftest import (
+    MYSQL_ADMIN_URL,
+    PG_ADMIN_URL,
+    _drop_database,
+    _throwaway_database,
+    unique,
+)
+
+BACKENDS = ["zookeeper", "redis", "database-postgresql", "database-mysql"]
+
+
+@pytest.fixture(scope="module")
+def lock_databases() -> Iterator[dict[str, str]]:
+    """A throwaway PostgreSQL and MySQL database each, with the stock schema (lock_rows)."""
+    made = {}
+    for backend, admin in (("postgresql", PG_ADMIN_URL), ("mysql", MYSQL_ADMIN_URL)):
+        name = f"inv_locks_{uuid.uuid4().hex[:8]}"
+        made[backend] = (admin, name, _throwaway_database(admin, name))
+        migrations.upgrade(made[backend][2], "stock")
+    yield {backend: url for backend, (_, _, url) in made.items()}
+    for admin, name, _ in made.values():
+        _drop_database(admin, name)
+
+
+@pytest.fixture(params=BACKENDS)
+def locks(
+    request: pytest.FixtureRequest,
+    zk_server: ServerProcess,
+    redis_server: ServerProcess,
+    lock_databases: dict[str, str],
+) -> Iterator[LockBackend]:
+    backend: LockBackend
+    if request.param == "zookeeper":
+        backend = ZooKeeperLocks(zk_server.address, f"/test-locks/{unique('root')}")
+    elif request.param == "redis":
+        client = redis_lib.Redis.from_url(f"redis://{redis_server.address}/0")
+        backend = RedisLocks(client, ttl=5)
+    else:
+        backend = DatabaseLocks(make_engine(lock_databases[request.param.split("-")[1]]))
+    yield backend
+    backend.close()
+
+
+def test_database_locks_refuse_sqlite(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="PostgreSQL or MySQL"):
+        DatabaseLocks(make_engine(f"sqlite:///{tmp_path / 'x.db'}"))
+
+
+def test_one_holder_at_a_time(locks: LockBackend) -> None:
+    name = unique("lock")
+    inside = 0
+    most_inside = 0
+    guard = threading.Lock()
+
+    def work(_: int) -> None:
+        nonlocal inside, most_inside
+        with locks.hold([name], timeout=30):
+            with guard:
+                inside += 1
+                most_inside = max(most_inside, inside)
+            time.sleep(0.005)
+            with guard:
+                inside -= 1
+
+    with ThreadPoolExecutor(max_workers=6) as pool:
+        list(pool.map(work, range(30)))
+    assert most_inside == 1
+
+
+def test_fencing_tokens_grow_with_each_holder(locks: LockBackend) -> None:
+    name = unique("lock")
+    tokens = []
+    for _ in range(4):
+        with locks.hold([name], timeout=10) as lease:
+            tokens.append(lease.tokens[name])
+    assert all(isinstance(t, int) for t in tokens)
+    assert tokens == sorted(tokens) and len(set(tokens)) == 4
+
+
+def test_a_held_lock_makes_others_time_out(locks: LockBackend) -> None:
+    name = unique("lock")
+    held, done = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with locks.hold([name], timeout=10):
+            held.set()
+            done.wait(10)
+
+    thread = threading.Thread(target=holder)
+    thread.start()
+    try:
+        assert held.wait(10)
+        started = time.monotonic()
+        with pytest.raises(LockTimeout), locks.hold([name], timeout=1.0):
+            pass
+        assert time.monotonic() - started < 5
+    finally:
+        done.set()
+        thread.join()
+    with locks.hold([name], timeout=5) as lease:  # released: free again
+        lease.check()
+
+
+def test_redis_watchdog_renews_a_lease_held_longer_than_its_ttl(
+    redis_server: ServerProcess,
+) -> None:
+    client = redis_lib.Redis.from_url(f"redis://{redis_server.address}/0")
+    locks = RedisLocks(client, ttl=0.6)
+    name = unique("lock")
+    with locks.hold([name], timeout=5) as lease:
+        time.sleep(1.5)  # more than twice the TTL
+        assert client.exists(f"inventory:lock:{name}") == 1
+        lease.check()
+    assert client.exists(f"inventory:lock:{name}") == 0
+    locks.close()
+
+
+def test_redis_lease_whose_key_was_taken_reports_itself_lost(redis_server: ServerProcess) -> None:
+    client = redis_lib.Redis.from_url(f"redis://{redis_server.address}/0")
+    locks = RedisLocks(client, ttl=0.6)
+    name = unique("lock")
+    with locks.hold([name], timeout=5) as lease:
+        client.set(f"inventory:lock:{name}", "someone-else")  # as if it expired and was retaken
+        deadline = time.monotonic() + 5
+        while lease.still_held() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        with pytest.raises(LockLost):
+            lease.check()
+    locks.close()
+
+
+def test_zookeeper_lease_is_not_trusted_after_the_connection_is_suspended(tmp_path: Path) -> None:
+    server = start_zookeeper(tmp_path / "zk", fsync=False)
+    locks = ZooKeeperLocks(server.address, "/test-locks", session_timeout=2.0)
+    try:
+        with locks.hold([unique("lock")], timeout=5) as lease:
+            lease.check()
+            server.pause()  # SIGSTOP: the server stops answering, as in a long GC pause
+            try:
+                deadline = time.monotonic() + 10
+                while lease.still_held() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                with pytest.raises(LockLost):
+                    lease.check()
+            finally:
+                server.resume()
+    finally:
+        locks.close()
+        server.stop()
