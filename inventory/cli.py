@@ -99,6 +99,99 @@ def cmd_demo(args: argparse.Namespace) -> int:
             stack.down(say=console.print)
 
 
+def cmd_check(args: argparse.Namespace) -> int:
+    import os
+
+    from inventory.check import print_results, results_json, run_check
+
+    state = stack.load_state()
+    order_url = (
+        args.order_db
+        or os.environ.get("ORDER_DATABASE_URL")
+        or (state.order_database_url if state else None)
+    )
+    stock_url = (
+        args.stock_db
+        or os.environ.get("STOCK_DATABASE_URL")
+        or (state.stock_database_url if state else None)
+    )
+    if not order_url or not stock_url:
+        console.print(
+            "[red]no databases: give --order-db and --stock-db, set "
+            "ORDER_DATABASE_URL and STOCK_DATABASE_URL, or run `inventory up`"
+        )
+        return 2
+    initial = parse_levels(args.initial or [])
+    results = run_check(order_url, stock_url, goods_prefix=args.goods_prefix, initial=initial)
+    if args.json:
+        print(json.dumps(results_json(results), indent=2))
+    else:
+        print_results(results, console)
+    return 0 if all(r.ok for r in results) else 1
+
+
+def parse_levels(pairs: list[str]) -> dict[str, int]:
+    levels = {}
+    for pair in pairs:
+        goods_id, _, num = pair.partition("=")
+        if not goods_id or not num.isdigit():
+            raise SystemExit(f"not GOODS=NUM: {pair}")
+        levels[goods_id] = int(num)
+    return levels
+
+
+def cmd_loadtest(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from inventory.loadtest import (
+        LoadConfig,
+        print_summary,
+        print_violations,
+        run_loadtest,
+        write_report,
+    )
+
+    config = LoadConfig(
+        orders=args.orders,
+        concurrency=args.concurrency,
+        goods=args.goods,
+        stock=args.stock,
+        items=args.items,
+        duplicate_ratio=args.duplicates,
+        seed=args.seed,
+    )
+    state = stack.load_state()
+    own_stack = (
+        args.lock is not None
+        or args.scope is not None
+        or state is None
+        or not stack.is_running(state)
+    )
+    if own_stack:
+        home = Path(tempfile.mkdtemp(prefix="inventory-loadtest-"))
+        env = {"LOCK_BACKEND": args.lock or "zookeeper", "LOCK_SCOPE": args.scope or "sku"}
+        console.print(
+            f"starting a stack for this run (lock {env['LOCK_BACKEND']}/"
+            f"{env['LOCK_SCOPE']}) in {home} ..."
+        )
+        state = stack.up(home=home, extra_env=env, say=console.print)
+    assert state is not None
+    try:
+        result = run_loadtest(state, config, console)
+    finally:
+        if own_stack:
+            stack.down(home=Path(state.home), say=console.print)
+    print_summary(result, state, console)
+    if args.report:
+        report, chart = write_report(result, state, Path(args.report))
+        console.print(f"report: {report}   chart: {chart}")
+    if not result.ok:
+        print_violations(result, console)
+        return 1
+    return 0
+
+
 def require_stack() -> stack.StackState:
     state = stack.load_state()
     if state is None or not stack.is_running(state):
@@ -127,6 +220,48 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the POST /genOrder demo (starts the stack if needed)")
     p.add_argument("--keep", action="store_true", help="leave a stack it started running")
     p.set_defaults(func=cmd_demo)
+    p = sub.add_parser("check", help="check the invariants I1-I5 on the databases")
+    p.add_argument(
+        "--order-db",
+        help="order database URL (default: ORDER_DATABASE_URL, else the running stack's)",
+    )
+    p.add_argument(
+        "--stock-db",
+        help="stock database URL (default: STOCK_DATABASE_URL, else the running stack's)",
+    )
+    p.add_argument("--goods-prefix", default="", help="only goods ids starting with this")
+    p.add_argument(
+        "--initial",
+        nargs="*",
+        metavar="GOODS=NUM",
+        help="initial levels (default: the last seeded level of each goods id)",
+    )
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_check)
+
+    p = sub.add_parser("loadtest", help="many buyers over HTTP, then the invariant check")
+    p.add_argument("--orders", type=int, default=200)
+    p.add_argument("--concurrency", type=int, default=32)
+    p.add_argument("--goods", type=int, default=1, help="goods ids")
+    p.add_argument("--stock", type=int, default=40, help="initial stock per goods id")
+    p.add_argument("--items", type=int, default=1, help="goods ids per order")
+    p.add_argument(
+        "--duplicates",
+        type=float,
+        default=0.0,
+        help="share of orders submitted twice with one Idempotency-Key (0-1)",
+    )
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument(
+        "--lock",
+        choices=["zookeeper", "redis", "database", "none"],
+        help="start a stack for the run with this LOCK_BACKEND",
+    )
+    p.add_argument(
+        "--scope", choices=["sku", "global"], help="start a stack for the run with this LOCK_SCOPE"
+    )
+    p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
+    p.set_defaults(func=cmd_loadtest)
     return parser
 
 

@@ -1,0 +1,196 @@
+"""The invariant checker on hand-made databases: clean ones pass, and each invariant's
+violation is caught with its numbers."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from inventory.check import CheckResult, run_check
+from order_service.tables import metadata as order_metadata
+from order_service.tables import order_details, orders
+from stock_service.tables import stock, stock_flow
+
+NOW = datetime(2026, 11, 22)
+
+
+def make_db(path: Path, unique_flows: bool = True) -> str:
+    """Both schemas in one SQLite file; optionally without the (flag, goods) constraint, as
+    a database that lost it would be."""
+    url = f"sqlite:///{path}"
+    engine = sa.create_engine(url)
+    order_metadata.create_all(engine)
+    stock_md = sa.MetaData()
+    stock.to_metadata(stock_md)
+    if unique_flows:
+        stock_flow.to_metadata(stock_md)
+    else:
+        sa.Table(
+            "stock_flow",
+            stock_md,
+            *[sa.Column(c.name, c.type, primary_key=c.primary_key) for c in stock_flow.c],
+        )
+    stock_md.create_all(engine)
+    engine.dispose()
+    return url
+
+
+class Shop:
+    """Writes rows the way the services would have, or wrongly on purpose."""
+
+    def __init__(self, url: str) -> None:
+        self.engine = sa.create_engine(url)
+        self.n = 0
+
+    def level(self, goods: str, seeded: int, num: int) -> None:
+        with self.engine.begin() as c:
+            c.execute(
+                sa.insert(stock).values(
+                    goods_id=goods,
+                    num=num,
+                    seeded_num=seeded,
+                    seed_version=1,
+                    fence=0,
+                    updated_at=NOW,
+                )
+            )
+
+    def order(self, status: str, lines: dict[str, int], flows: dict[str, int] | None = None) -> str:
+        self.n += 1
+        order_id = f"o{self.n}"
+        with self.engine.begin() as c:
+            c.execute(
+                sa.insert(orders).values(
+                    id=order_id, user_id="u", status=status, created_at=NOW, updated_at=NOW
+                )
+            )
+            for goods, num in lines.items():
+                c.execute(
+                    sa.insert(order_details).values(
+                        id=f"{order_id}-{goods}", order_id=order_id, goods_id=goods, goods_num=num
+                    )
+                )
+        for goods, num in (flows or {}).items():
+            self.flow(order_id, goods, num)
+        return order_id
+
+    def flow(self, flag: str, goods: str, num: int) -> None:
+        self.n += 1
+        with self.engine.begin() as c:
+            c.execute(
+                sa.insert(stock_flow).values(
+                    id=f"f{self.n}",
+                    flag=flag,
+                    goods_id=goods,
+                    num=num,
+                    seed_version=1,
+                    created_at=NOW,
+                )
+            )
+
+
+def verdicts(url: str, **kwargs: object) -> dict[str, CheckResult]:
+    return {r.name: r for r in run_check(url, url, **kwargs)}  # type: ignore[arg-type]
+
+
+def sold_out_shop(shop: Shop) -> None:
+    """Three units, five buyers of one each: three confirmed, two failed, stock zero."""
+    shop.level("g1", seeded=3, num=0)
+    for _ in range(3):
+        shop.order("CONFIRMED", {"g1": 1}, flows={"g1": 1})
+    for _ in range(2):
+        shop.order("FAILED", {"g1": 1})
+
+
+def test_a_clean_sold_out_shop_passes_every_check(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "clean.db")
+    sold_out_shop(Shop(url))
+    results = verdicts(url)
+    assert all(r.ok for r in results.values()), results
+    assert results["exact sell-out"].numbers["checked"] == 1
+    assert results["initial - final = flows"].numbers == {
+        "deducted": 3,
+        "flows": 3,
+        "mismatched": {},
+        "oversold": 0,
+    }
+
+
+VIOLATIONS: dict[str, tuple[Callable[[Shop], None], str]] = {
+    "negative stock": (lambda s: s.level("g1", 3, -1), "no negative stock"),
+    "an oversell: more flows than stock sold": (
+        lambda s: (
+            [s.level("g1", 3, 0)] + [s.order("CONFIRMED", {"g1": 1}, {"g1": 1}) for _ in range(4)]
+        ),
+        "initial - final = flows",
+    ),
+    "a confirmed order without flows": (
+        lambda s: [s.level("g1", 3, 3), s.order("CONFIRMED", {"g1": 1})],
+        "orders match flows",
+    ),
+    "a failed order with flows": (
+        lambda s: [s.level("g1", 3, 2), s.order("FAILED", {"g1": 1}, {"g1": 1})],
+        "orders match flows",
+    ),
+    "a lost sale: stock left while demand exceeded it": (
+        lambda s: [
+            s.level("g1", 3, 2),
+            s.order("CONFIRMED", {"g1": 1}, {"g1": 1}),
+            s.order("FAILED", {"g1": 1}),
+            s.order("FAILED", {"g1": 1}),
+        ],
+        "exact sell-out",
+    ),
+    "an order left pending": (
+        lambda s: [s.level("g1", 3, 3), s.order("PENDING", {"g1": 1})],
+        "every order final",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(VIOLATIONS))
+def test_each_violation_is_caught(tmp_path: Path, case: str) -> None:
+    url = make_db(tmp_path / "bad.db")
+    build, check = VIOLATIONS[case]
+    build(Shop(url))
+    results = verdicts(url)
+    assert not results[check].ok, results[check]
+    # Checks that do not concern the rows of this case stay quiet.
+    assert results["one flow per (flag, goods id)"].ok
+
+
+def test_a_double_deduction_is_caught_where_the_constraint_is_missing(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "nodedupe.db", unique_flows=False)
+    shop = Shop(url)
+    shop.level("g1", seeded=3, num=1)
+    order_id = shop.order("CONFIRMED", {"g1": 1}, flows={"g1": 1})
+    shop.flow(order_id, "g1", 1)  # the same flag deducted twice
+    results = verdicts(url)
+    assert not results["one flow per (flag, goods id)"].ok
+    assert results["one flow per (flag, goods id)"].numbers["duplicates"] == 1
+
+
+def test_the_oversell_is_reported_by_how_much(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "oversell.db")
+    shop = Shop(url)
+    shop.level("g1", seeded=2, num=0)
+    for _ in range(5):
+        shop.order("CONFIRMED", {"g1": 1}, flows={"g1": 1})
+    result = verdicts(url)["initial - final = flows"]
+    assert result.numbers["oversold"] == 3
+    assert "oversold by 3" in result.detail
+
+
+def test_a_given_initial_level_and_a_goods_prefix_narrow_the_check(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "scoped.db")
+    shop = Shop(url)
+    sold_out_shop(shop)
+    shop.level("other", seeded=5, num=-2)  # outside the prefix: not looked at
+    results = verdicts(url, goods_prefix="g", initial={"g1": 3})
+    assert all(r.ok for r in results.values())
+    results = verdicts(url, goods_prefix="g", initial={"g1": 4})
+    assert not results["initial - final = flows"].ok
