@@ -84,6 +84,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    if args.scenario == "herd":
+        return demo_herd(args)
     from inventory.demo import run_demo
 
     state = stack.load_state()
@@ -192,6 +194,32 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_herd(args: argparse.Namespace) -> int:
+    import tempfile
+    from pathlib import Path
+
+    from inventory.herd import compare, print_comparison
+    from inventory.servers import start_zookeeper
+
+    state = stack.load_state()
+    server = None
+    if state is not None and stack.is_running(state):
+        hosts = state.zk_hosts
+    else:
+        console.print("starting a ZooKeeper for the demo ...")
+        server = start_zookeeper(Path(tempfile.mkdtemp(prefix="inventory-herd-")))
+        hosts = server.address
+    try:
+        rows = compare(hosts, args.waiters, args.hold_ms / 1000)
+    finally:
+        if server:
+            server.stop()
+    print_comparison(rows, console)
+    # The herd effect holds when the single-node lock costs more per acquisition at scale.
+    low, high = rows[-1]
+    return 0 if low.per_acquisition[0] > high.per_acquisition[0] else 1
+
+
 def require_stack() -> stack.StackState:
     state = stack.load_state()
     if state is None or not stack.is_running(state):
@@ -217,8 +245,26 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser(
         "migrate", help="migrate ORDER_DATABASE_URL and STOCK_DATABASE_URL to head"
     ).set_defaults(func=cmd_migrate)
-    p = sub.add_parser("demo", help="the POST /genOrder demo (starts the stack if needed)")
+    p = sub.add_parser(
+        "demo", help="the POST /genOrder demo (starts the stack if needed), or a scenario"
+    )
+    p.add_argument(
+        "scenario",
+        nargs="?",
+        default="order",
+        choices=["order", "herd"],
+        help="order: one order end to end (default); herd: the herd effect of the "
+        "article's single-node lock vs the sequential lock",
+    )
     p.add_argument("--keep", action="store_true", help="leave a stack it started running")
+    p.add_argument(
+        "--waiters",
+        type=int,
+        nargs="+",
+        default=[5, 10, 20],
+        help="herd: numbers of waiters to compare",
+    )
+    p.add_argument("--hold-ms", type=float, default=10, help="herd: how long each holder holds")
     p.set_defaults(func=cmd_demo)
     p = sub.add_parser("check", help="check the invariants I1-I5 on the databases")
     p.add_argument(
