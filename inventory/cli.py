@@ -220,6 +220,25 @@ def demo_herd(args: argparse.Namespace) -> int:
     return 0 if low.per_acquisition[0] > high.per_acquisition[0] else 1
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    import os
+    from pathlib import Path
+
+    from inventory.bench import BenchConfig, print_report, run_bench, write_report
+
+    config = BenchConfig.quick() if args.quick else BenchConfig()
+    if args.requests:
+        config.requests = args.requests
+    names = ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL")
+    env = {k: os.environ[k] for k in names if os.environ.get(k)}
+    report = run_bench(config, env, say=console.print)
+    print_report(report, console)
+    if args.report:
+        data, chart = write_report(report, Path(args.report))
+        console.print(f"report: {data}   chart: {chart}")
+    return 0 if not any(m.errors for m in report.reduce + report.gen_order) else 1
+
+
 def require_stack() -> stack.StackState:
     state = stack.load_state()
     if state is None or not stack.is_running(state):
@@ -308,6 +327,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
     p.set_defaults(func=cmd_loadtest)
+    p = sub.add_parser("bench", help="throughput and latency against the limits of the parts")
+    p.add_argument("--quick", action="store_true", help="a small run (about a minute)")
+    p.add_argument("--requests", type=int, help="requests per measured configuration")
+    p.add_argument("--report", metavar="DIR", help="write bench.json and bench.png here")
+    p.set_defaults(func=cmd_bench)
     return parser
 
 

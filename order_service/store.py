@@ -101,7 +101,7 @@ class OrderStore:
         return self._one(orders.c.idempotency_key == key)
 
     def _one(self, condition: Any) -> OrderRow | None:
-        with transaction(self.engine, DB) as conn:
+        with transaction(self.engine, DB, read_only=True) as conn:
             row = conn.execute(select(orders).where(condition)).mappings().first()
             if row is None:
                 return None

@@ -47,7 +47,7 @@ def flow_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 @bp.put("/reduceStock/<flag>")
-def reduce_stock(flag: str) -> tuple[Response, int]:
+def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
     d = deps()
     identifier(flag, "flag")
     lines = parse_lines(json_body(request), d.settings.max_lines, d.settings.max_quantity)
@@ -57,15 +57,16 @@ def reduce_stock(flag: str) -> tuple[Response, int]:
     deduction: StockDeduction = d.deduction
     result = deduction.reduce(flag, lines)
     body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+    timing = {"Server-Timing": result.timings.header()}
     if result.outcome is Outcome.INSUFFICIENT:
         body["shortfalls"] = [
             {"goodsId": s.goods_id, "requested": s.requested, "available": s.available}
             for s in result.shortfalls
         ]
-        return jsonify(body), 409
+        return jsonify(body), 409, timing
     if result.outcome is Outcome.DEDUCTED:
         body["lock"] = {"backend": d.locks.name, "nodes": result.lock_nodes, "fence": result.tokens}
-    return jsonify(body), 200
+    return jsonify(body), 200, timing
 
 
 @bp.get("/stockFlow/<flag>")

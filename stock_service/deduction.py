@@ -14,9 +14,11 @@ import logging
 from dataclasses import dataclass, field
 
 import redis
+from sqlalchemy.exc import IntegrityError
 
 from shared.db import DatabaseUnavailable
 from shared.locks import LockBackend, LockError, lock_names
+from shared.timing import Stopwatch
 from stock_service.store import Shortfall, StockStore
 
 log = logging.getLogger(__name__)
@@ -38,6 +40,7 @@ class DeductionResult:
     shortfalls: list[Shortfall] = field(default_factory=list)
     lock_nodes: dict[str, str] = field(default_factory=dict)
     tokens: dict[str, int | None] = field(default_factory=dict)
+    timings: Stopwatch = field(default_factory=Stopwatch)
 
 
 class StockDeduction:
@@ -58,14 +61,19 @@ class StockDeduction:
         self.flag_ttl = flag_ttl
 
     def reduce(self, flag: str, lines: dict[str, int]) -> DeductionResult:
-        if not self.take_flag(flag):
+        watch = Stopwatch()
+        taken = self.take_flag(flag)
+        watch.lap("prefilter")
+        if not taken:
             log.info("flag %s not in redis: duplicate", flag)
-            return DeductionResult(Outcome.DUPLICATE)
+            return DeductionResult(Outcome.DUPLICATE, timings=watch)
         try:
-            if self.store.has_flows(flag):
+            seen = self.store.has_flows(flag)
+            watch.lap("flowcheck")
+            if seen:
                 log.info("flag %s already has flows: duplicate", flag)
-                return DeductionResult(Outcome.DUPLICATE)
-            return self.deduct_under_lock(flag, lines)
+                return DeductionResult(Outcome.DUPLICATE, timings=watch)
+            return self.deduct_under_lock(flag, lines, watch)
         except (LockError, DatabaseUnavailable):
             self.restore_flag(flag)
             raise
@@ -85,19 +93,25 @@ class StockDeduction:
             # `duplicate` and the caller's polling decides.
             log.warning("could not restore flag %s in redis", flag)
 
-    def deduct_under_lock(self, flag: str, lines: dict[str, int]) -> DeductionResult:
+    def deduct_under_lock(
+        self, flag: str, lines: dict[str, int], watch: Stopwatch
+    ) -> DeductionResult:
         """Step 3: lock, read-check-write every line, insert the flows, commit, release."""
-        from sqlalchemy.exc import IntegrityError
-
         names = lock_names(lines, self.lock_scope)
         with self.locks.hold(names, self.lock_timeout) as lease:
+            watch.lap("lock")
             try:
                 shortfalls = self.store.deduct(flag, lines, lease)
             except IntegrityError:
                 # The unique (flag, goods id) constraint: another attempt got here first.
-                return DeductionResult(Outcome.DUPLICATE)
+                return DeductionResult(Outcome.DUPLICATE, timings=watch)
+            finally:
+                watch.lap("deduct")
+        watch.lap("release")
         if shortfalls:
             log.info("flag %s: insufficient stock %s", flag, shortfalls)
-            return DeductionResult(Outcome.INSUFFICIENT, shortfalls=shortfalls)
+            return DeductionResult(Outcome.INSUFFICIENT, shortfalls=shortfalls, timings=watch)
         log.info("flag %s deducted %s under %s", flag, lines, lease.details or self.locks.name)
-        return DeductionResult(Outcome.DEDUCTED, lock_nodes=lease.details, tokens=lease.tokens)
+        return DeductionResult(
+            Outcome.DEDUCTED, lock_nodes=lease.details, tokens=lease.tokens, timings=watch
+        )

@@ -36,12 +36,12 @@ class StockStore:
     # --- reads -----------------------------------------------------------------------------
 
     def level(self, goods_id: str) -> dict[str, Any] | None:
-        with transaction(self.engine, DB) as conn:
+        with transaction(self.engine, DB, read_only=True) as conn:
             row = conn.execute(select(stock).where(stock.c.goods_id == goods_id)).mappings().first()
         return dict(row) if row else None
 
     def unknown_goods(self, goods_ids: list[str]) -> list[str]:
-        with transaction(self.engine, DB) as conn:
+        with transaction(self.engine, DB, read_only=True) as conn:
             known = set(
                 conn.execute(select(stock.c.goods_id).where(stock.c.goods_id.in_(goods_ids)))
                 .scalars()
@@ -50,14 +50,14 @@ class StockStore:
         return sorted(set(goods_ids) - known)
 
     def flows(self, flag: str) -> list[dict[str, Any]]:
-        with transaction(self.engine, DB) as conn:
+        with transaction(self.engine, DB, read_only=True) as conn:
             rows = conn.execute(
                 select(stock_flow).where(stock_flow.c.flag == flag).order_by(stock_flow.c.goods_id)
             ).mappings()
             return [dict(row) for row in rows]
 
     def has_flows(self, flag: str) -> bool:
-        with transaction(self.engine, DB) as conn:
+        with transaction(self.engine, DB, read_only=True) as conn:
             count = conn.execute(
                 select(func.count()).select_from(stock_flow).where(stock_flow.c.flag == flag)
             ).scalar_one()

@@ -42,9 +42,11 @@ class ZooKeeperLocks(LockBackend):
         self._start_guard = threading.Lock()
         # Bumped on every SUSPENDED/LOST; a lease granted before a bump is no longer trusted.
         self._interruptions = 0
-        # kazoo's Lock makes sure its parent path exists on first use of each instance; reusing
-        # one instance per thread and path saves that round trip on every acquisition.
+        # kazoo's Lock makes sure its parent path exists on first use of each instance (one
+        # round trip, a write the first time). One instance per thread and path, and a
+        # process-wide record of the paths already made, save that on every acquisition.
         self._per_thread = threading.local()
+        self._assured: set[str] = set()
 
     @property
     def client(self) -> KazooClient:
@@ -76,6 +78,7 @@ class ZooKeeperLocks(LockBackend):
         lock = locks.get(name)
         if lock is None:
             lock = locks[name] = self.client.Lock(f"{self.root}/{name}")
+            lock.assured_path = lock.path in self._assured
         return lock
 
     @contextmanager
@@ -99,6 +102,7 @@ class ZooKeeperLocks(LockBackend):
                 if not acquired:
                     raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
                 held.callback(self._release, lock)
+                self._assured.add(lock.path)
                 node_path = f"{lock.path}/{lock.node}"
                 lease.details[name] = node_path
                 lease.tokens[name] = self._czxid(node_path)

@@ -5,8 +5,9 @@ from inventory.servers import ServerProcess
 
 
 def test_one_watched_node_wakes_the_herd_and_the_sequential_lock_wakes_one(
-        zk_server: ServerProcess) -> None:
-    (low_small, high_small), (low_big, high_big) = compare(zk_server.address, [4, 16], 0.005)
+    zk_server: ServerProcess,
+) -> None:
+    (low_small, _high_small), (low_big, high_big) = compare(zk_server.address, [4, 16], 0.005)
     low_notified, low_requests = low_big.per_acquisition
     high_notified, high_requests = high_big.per_acquisition
     # Sequential lock: at most one notification per acquisition, whatever the crowd.
