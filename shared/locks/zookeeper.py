@@ -47,6 +47,9 @@ class ZooKeeperLocks(LockBackend):
         # process-wide record of the paths already made, save that on every acquisition.
         self._per_thread = threading.local()
         self._assured: set[str] = set()
+        # Threads of one process queue for a name here first, so each process keeps at most
+        # one waiter in ZooKeeper's queue per name: fewer nodes, watches and wake-ups there.
+        self._local: dict[str, threading.Lock] = {}
 
     @property
     def client(self) -> KazooClient:
@@ -91,6 +94,10 @@ class ZooKeeperLocks(LockBackend):
         lease = Lease(still_held=lambda: self._still_connected(interruptions_at_start))
         with ExitStack() as held:
             for name in sorted(set(names)):
+                local = self._local.setdefault(name, threading.Lock())
+                if not local.acquire(timeout=max(deadline - time.monotonic(), 0.001)):
+                    raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
+                held.callback(local.release)
                 lock = self._lock(name)
                 remaining = max(deadline - time.monotonic(), 0.001)
                 try:

@@ -169,3 +169,30 @@ def test_zookeeper_lease_is_not_trusted_after_the_connection_is_suspended(tmp_pa
     finally:
         locks.close()
         server.stop()
+
+
+def test_zookeeper_excludes_holders_in_different_clients(zk_server: ServerProcess) -> None:
+    """Two backends stand for two processes: their threads meet only in ZooKeeper's queue."""
+    root = f"/test-locks/{unique('root')}"
+    backends = [ZooKeeperLocks(zk_server.address, root) for _ in range(2)]
+    name = unique("lock")
+    inside, most_inside = 0, 0
+    guard = threading.Lock()
+
+    def work(i: int) -> None:
+        nonlocal inside, most_inside
+        with backends[i % 2].hold([name], timeout=30):
+            with guard:
+                inside += 1
+                most_inside = max(most_inside, inside)
+            time.sleep(0.005)
+            with guard:
+                inside -= 1
+
+    try:
+        with ThreadPoolExecutor(max_workers=6) as pool:
+            list(pool.map(work, range(30)))
+    finally:
+        for backend in backends:
+            backend.close()
+    assert most_inside == 1
