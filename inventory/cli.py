@@ -13,6 +13,17 @@ from inventory import stack
 
 console = Console()
 
+# Named here rather than imported, so `inventory --help` does not load the scenarios.
+SCENARIO_NAMES = [
+    "double-submit",
+    "slow-stock",
+    "lost-response",
+    "redis-flag-lost",
+    "stale-holder",
+    "crash-mid-deduction",
+    "zk-leader-loss",
+]
+
 
 def cmd_up(args: argparse.Namespace) -> int:
     state = stack.up(workers=args.workers, threads=args.threads, say=console.print)
@@ -86,6 +97,8 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     if args.scenario == "herd":
         return demo_herd(args)
+    if args.scenario != "order":
+        return demo_scenario(args)
     from inventory.demo import run_demo
 
     state = stack.load_state()
@@ -194,6 +207,19 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
     return 0
 
 
+def demo_scenario(args: argparse.Namespace) -> int:
+    from rich.panel import Panel
+
+    from inventory.scenarios import SCENARIOS
+
+    run = SCENARIOS[args.scenario]
+    console.rule(f"[bold]inventory demo {args.scenario}")
+    result = run(console, unfenced=True) if args.unfenced else run(console)
+    colour = "green" if result.ok else "red"
+    console.print(Panel(f"[{colour}]{result.name}: {result.verdict}"))
+    return 0 if result.ok else 1
+
+
 def demo_herd(args: argparse.Namespace) -> int:
     import tempfile
     from pathlib import Path
@@ -271,9 +297,14 @@ def build_parser() -> argparse.ArgumentParser:
         "scenario",
         nargs="?",
         default="order",
-        choices=["order", "herd"],
-        help="order: one order end to end (default); herd: the herd effect of the "
-        "article's single-node lock vs the sequential lock",
+        choices=["order", "herd", *SCENARIO_NAMES],
+        help="order: one order end to end (default); herd: the article's herd effect; "
+        "the others cause a fault for real (see the README)",
+    )
+    p.add_argument(
+        "--unfenced",
+        action="store_true",
+        help="stale-holder: with fencing off, to show the oversell it prevents",
     )
     p.add_argument("--keep", action="store_true", help="leave a stack it started running")
     p.add_argument(

@@ -12,8 +12,10 @@ from inventory.stack import StackState
 class StackClient:
     def __init__(self, state: StackState, timeout: float = 60.0) -> None:
         self.state = state
-        self.order = httpx.Client(base_url=state.order_url, timeout=timeout)
-        self.stock = httpx.Client(base_url=state.stock_url, timeout=timeout)
+        # No kept-alive connections: fault demos stop and kill workers under them.
+        fresh = httpx.Limits(max_keepalive_connections=0)
+        self.order = httpx.Client(base_url=state.order_url, timeout=timeout, limits=fresh)
+        self.stock = httpx.Client(base_url=state.stock_url, timeout=timeout, limits=fresh)
 
     def seed(self, goods_id: str, num: int) -> dict[str, Any]:
         response = self.stock.put(f"/stock/{goods_id}", json={"num": num})

@@ -17,7 +17,7 @@ def _stat(pid: int) -> list[str] | None:
     return text.rsplit(")", 1)[1].split()
 
 
-def _children(pid: int) -> list[int]:
+def children(pid: int) -> list[int]:
     kids = []
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -27,19 +27,19 @@ def _children(pid: int) -> list[int]:
     return kids
 
 
-def cpu_seconds(pid: int, children: bool = True) -> float:
-    """User + system CPU of a process, and with `children` of its children, live ones and
+def cpu_seconds(pid: int, with_children: bool = True) -> float:
+    """User + system CPU of a process, and with `with_children` of its children, live ones and
     reaped ones (a gunicorn master and its workers)."""
     fields = _stat(pid)
     if fields is None:
         return 0.0
     # fields[11:15]: utime, stime, cutime, cstime (counted from the state field at index 0)
-    if not children:
+    if not with_children:
         return sum(int(f) for f in fields[11:13]) / TICKS
     own = sum(int(f) for f in fields[11:15]) / TICKS
-    return own + sum(cpu_seconds(child) for child in _children(pid))
+    return own + sum(cpu_seconds(child) for child in children(pid))
 
 
 def snapshot(pids: dict[str, int], alone: frozenset[str] = frozenset()) -> dict[str, float]:
     """CPU seconds by name; names in `alone` are counted without their children."""
-    return {name: cpu_seconds(pid, children=name not in alone) for name, pid in pids.items()}
+    return {name: cpu_seconds(pid, with_children=name not in alone) for name, pid in pids.items()}

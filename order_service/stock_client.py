@@ -46,7 +46,16 @@ class StockClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
     ) -> None:
-        self.http = httpx.Client(base_url=base_url, timeout=timeout, transport=transport)
+        # A fresh connection per call: a retry must not ride a kept-alive connection to the
+        # worker that stalled (a paused process accepts nothing new but holds what it had),
+        # nor race gunicorn closing an idle one (its keep-alive is 2 s). Measured in the
+        # stale-holder demo; a loopback connect costs about 0.1 ms.
+        self.http = httpx.Client(
+            base_url=base_url,
+            timeout=timeout,
+            transport=transport,
+            limits=httpx.Limits(max_keepalive_connections=0),
+        )
         self.retries = retries
         self.budget_seconds = budget_seconds
         self.backoff = backoff

@@ -45,7 +45,9 @@ class Settings:
     lock_root: str = "/inventory/locks"
     zk_session_timeout: float = 10.0
     redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
-    fencing: bool = True  # refuse writes from a lock holder whose token is stale
+    # Protection against a stale lock holder: the fencing token on each stock row, and the
+    # check of the lock's connection state before commit. Off only to show what it prevents.
+    fencing: bool = True
 
     # The order service's side of the flow.
     flag_ttl: int = 1800  # seconds the operation flag lives in Redis (the article's 30 minutes)

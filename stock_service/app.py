@@ -16,6 +16,8 @@ from shared.startup import prepare_schema
 from stock_service.api import bp
 from stock_service.deduction import RedisUnavailable, StockDeduction
 from stock_service.deps import StockDeps
+from stock_service.faults import NO_FAULTS, Faults
+from stock_service.faults_api import faults_bp
 from stock_service.store import StockStore
 
 log = logging.getLogger("stock_service")
@@ -30,12 +32,22 @@ def create_app(settings: Settings | None = None) -> Flask:
     prepare_schema(engine, "stock", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
     locks = make_lock_backend(settings, engine, redis_client)
-    store = StockStore(engine, fencing=settings.fencing)
+    faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
+    store = StockStore(engine, fencing=settings.fencing, faults=faults)
     deduction = StockDeduction(
-        store, redis_client, locks, settings.lock_scope, settings.lock_timeout, settings.flag_ttl
+        store,
+        redis_client,
+        locks,
+        settings.lock_scope,
+        settings.lock_timeout,
+        settings.flag_ttl,
+        faults,
     )
     app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
     app.register_blueprint(bp)
+    if settings.fault_injection:
+        log.warning("FAULT_INJECTION is on: PUT /faults/{point} can break this service")
+        app.register_blueprint(faults_bp)
     register_error_handlers(app)
     register_dependency_errors(app)
     return app

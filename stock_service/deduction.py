@@ -19,6 +19,7 @@ from sqlalchemy.exc import IntegrityError
 from shared.db import DatabaseUnavailable
 from shared.locks import LockBackend, LockError, lock_names
 from shared.timing import Stopwatch
+from stock_service.faults import NO_FAULTS, Faults
 from stock_service.store import Shortfall, StockStore
 
 log = logging.getLogger(__name__)
@@ -52,6 +53,7 @@ class StockDeduction:
         lock_scope: str,
         lock_timeout: float,
         flag_ttl: int,
+        faults: Faults = NO_FAULTS,
     ) -> None:
         self.store = store
         self.redis = redis_client
@@ -59,6 +61,7 @@ class StockDeduction:
         self.lock_scope = lock_scope
         self.lock_timeout = lock_timeout
         self.flag_ttl = flag_ttl
+        self.faults = faults
 
     def reduce(self, flag: str, lines: dict[str, int]) -> DeductionResult:
         watch = Stopwatch()
@@ -73,7 +76,10 @@ class StockDeduction:
             if seen:
                 log.info("flag %s already has flows: duplicate", flag)
                 return DeductionResult(Outcome.DUPLICATE, timings=watch)
-            return self.deduct_under_lock(flag, lines, watch)
+            self.faults.fire("delay_before_deduct")
+            result = self.deduct_under_lock(flag, lines, watch)
+            self.faults.fire("delay_after_commit")
+            return result
         except (LockError, DatabaseUnavailable):
             self.restore_flag(flag)
             raise
@@ -98,8 +104,10 @@ class StockDeduction:
     ) -> DeductionResult:
         """Step 3: lock, read-check-write every line, insert the flows, commit, release."""
         names = lock_names(lines, self.lock_scope)
+        log.debug("flag %s: waiting for %s", flag, names)
         with self.locks.hold(names, self.lock_timeout) as lease:
             watch.lap("lock")
+            log.debug("flag %s: holding %s, tokens %s", flag, lease.details, lease.tokens)
             try:
                 shortfalls = self.store.deduct(flag, lines, lease)
             except IntegrityError:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -12,9 +13,11 @@ from sqlalchemy.engine import Connection
 from shared.db import transaction
 from shared.ids import new_id
 from shared.locks import Lease, LockLost
+from stock_service.faults import NO_FAULTS, Faults
 from stock_service.tables import stock, stock_flow
 
 DB = "stock database"
+log = logging.getLogger(__name__)
 
 
 def now() -> datetime:
@@ -29,9 +32,10 @@ class Shortfall:
 
 
 class StockStore:
-    def __init__(self, engine: Engine, fencing: bool) -> None:
+    def __init__(self, engine: Engine, fencing: bool, faults: Faults = NO_FAULTS) -> None:
         self.engine = engine
         self.fencing = fencing
+        self.faults = faults
 
     # --- reads -----------------------------------------------------------------------------
 
@@ -103,6 +107,8 @@ class StockStore:
         tokens = {g: lease.token_for(g) for g in goods_ids}
         fenced = self.fencing and all(t is not None for t in tokens.values())
         rows = self._register_and_read(goods_ids, tokens if fenced else None)
+        log.debug("flag %s: registered %s and read %s", flag, tokens, rows)
+        self.faults.fire("stop_after_read")
         short = [
             Shortfall(g, lines[g], int(rows[g].num) if g in rows else 0)
             for g in goods_ids
@@ -130,8 +136,10 @@ class StockStore:
                     for g in goods_ids
                 ],
             )
+            self.faults.fire("kill_in_transaction")
             # The last moment to find out the lock is gone: after this the commit is ours.
-            lease.check()
+            if self.fencing:
+                lease.check()
         return []
 
     def _register_and_read(

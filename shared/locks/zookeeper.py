@@ -42,6 +42,9 @@ class ZooKeeperLocks(LockBackend):
         self._start_guard = threading.Lock()
         # Bumped on every SUSPENDED/LOST; a lease granted before a bump is no longer trusted.
         self._interruptions = 0
+        # Set while CONNECTED: a deduction that arrives during a reconnection (a leader
+        # election, say) waits for it within its lock timeout instead of failing at once.
+        self._connected = threading.Event()
         # kazoo's Lock makes sure its parent path exists on first use of each instance (one
         # round trip, a write the first time). One instance per thread and path, and a
         # process-wide record of the paths already made, save that on every acquisition.
@@ -57,7 +60,10 @@ class ZooKeeperLocks(LockBackend):
         return self._client
 
     def _on_state(self, state: str) -> None:
-        if state in (KazooState.SUSPENDED, KazooState.LOST):
+        if state == KazooState.CONNECTED:
+            self._connected.set()
+        else:
+            self._connected.clear()
             self._interruptions += 1
             log.warning("zookeeper connection %s: leases granted before now are not trusted", state)
 
@@ -73,6 +79,8 @@ class ZooKeeperLocks(LockBackend):
                 self._client.stop()
                 raise LockUnavailable("zookeeper", f"no connection to {self.hosts}") from exc
             self._started = True
+            if self._client.state == KazooState.CONNECTED:
+                self._connected.set()
 
     def _lock(self, name: str) -> Lock:
         locks: dict[str, Lock] | None = getattr(self._per_thread, "locks", None)
@@ -87,9 +95,9 @@ class ZooKeeperLocks(LockBackend):
     @contextmanager
     def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
         self._ensure_started()
-        if self._client.state != KazooState.CONNECTED:
-            raise LockUnavailable("zookeeper", f"connection {self._client.state.lower()}")
         deadline = time.monotonic() + timeout
+        if not self._connected.wait(timeout):
+            raise LockUnavailable("zookeeper", f"connection {self._client.state.lower()}")
         interruptions_at_start = self._interruptions
         lease = Lease(still_held=lambda: self._still_connected(interruptions_at_start))
         with ExitStack() as held:

@@ -53,7 +53,9 @@ def test_redis_down_gives_503_naming_redis_and_a_failed_order_with_reason(
 def test_zookeeper_down_gives_503_naming_it_and_keeps_the_flag_for_a_retry(
     database_url: str, own_zk: ServerProcess, redis_server: ServerProcess
 ) -> None:
-    settings = make_settings(database_url, own_zk, redis_server, stock_call_retries=1)
+    settings = make_settings(
+        database_url, own_zk, redis_server, stock_call_retries=1, lock_timeout=1.0
+    )
     with running_services(settings) as s:
         goods, user = unique(), unique("u")
         s.seed(goods, 5)  # connects the stock service's ZooKeeper client
