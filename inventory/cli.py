@@ -265,6 +265,42 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0 if not any(m.errors for m in report.reduce + report.gen_order) else 1
 
 
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    import os
+    from datetime import timedelta
+
+    from order_service.reconcile import reconcile
+    from order_service.stock_client import StockClient
+    from order_service.store import OrderStore
+    from shared.db import make_engine
+    from shared.settings import Settings
+
+    state = stack.load_state()
+    env = {**(state.env() if state else {}), **os.environ}
+    settings = Settings.from_env(env)
+    store = OrderStore(make_engine(settings.order_database_url))
+    stock = StockClient(settings.stock_service_url, settings.stock_call_timeout, 0, 60, 0)
+    try:
+        report = reconcile(
+            store,
+            stock,
+            timedelta(seconds=args.older_than),
+            timedelta(hours=args.horizon_hours),
+            timedelta(seconds=settings.flag_ttl),
+        )
+    finally:
+        stock.close()
+        store.engine.dispose()
+    console.print(
+        f"examined {report.examined} PENDING/FAILED orders: "
+        f"{len(report.confirmed)} confirmed (deducted late), "
+        f"{len(report.failed)} failed (flag expired, no flow), "
+        f"{len(report.mismatched)} with flows that differ from their lines, "
+        f"{report.unreachable} not checked (stock service unreachable)"
+    )
+    return 1 if report.mismatched or report.unreachable else 0
+
+
 def require_stack() -> stack.StackState:
     state = stack.load_state()
     if state is None or not stack.is_running(state):
@@ -358,6 +394,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
     p.set_defaults(func=cmd_loadtest)
+    p = sub.add_parser("reconcile", help="settle orders whose flows appeared after the request")
+    p.add_argument(
+        "--older-than",
+        type=float,
+        default=60,
+        help="only orders older than this many seconds (default 60)",
+    )
+    p.add_argument(
+        "--horizon-hours",
+        type=float,
+        default=24,
+        help="only orders younger than this many hours (default 24)",
+    )
+    p.set_defaults(func=cmd_reconcile)
+
     p = sub.add_parser("bench", help="throughput and latency against the limits of the parts")
     p.add_argument("--quick", action="store_true", help="a small run (about a minute)")
     p.add_argument("--requests", type=int, help="requests per measured configuration")

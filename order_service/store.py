@@ -88,6 +88,34 @@ class OrderStore:
                 .values(status=status, reason=reason, updated_at=now())
             )
 
+    def settle(self, order_id: str, was: str, status: str, reason: str) -> bool:
+        """Reconciliation: move an order from `was` to `status`; False if it had moved on."""
+        with transaction(self.engine, DB) as conn:
+            moved = conn.execute(
+                update(orders)
+                .where(orders.c.id == order_id, orders.c.status == was)
+                .values(status=status, reason=reason[:200], updated_at=now())
+            ).rowcount
+        return moved == 1
+
+    def unsettled(self, created_after: datetime, created_before: datetime) -> list[OrderRow]:
+        """PENDING and FAILED orders created in the window: the ones whose flows may have
+        appeared after the request gave up."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            ids = (
+                conn.execute(
+                    select(orders.c.id).where(
+                        orders.c.status.in_((PENDING, FAILED)),
+                        orders.c.created_at >= created_after,
+                        orders.c.created_at < created_before,
+                    )
+                )
+                .scalars()
+                .all()
+            )
+        found = (self.get(order_id) for order_id in ids)
+        return [order for order in found if order is not None]
+
     def remove(self, order_id: str) -> None:
         """Undo an order the stock service rejected as invalid: nothing of it is kept."""
         with transaction(self.engine, DB) as conn:
