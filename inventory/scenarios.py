@@ -423,7 +423,7 @@ def stale_holder(console: Console | None = None, unfenced: bool = False) -> Scen
         )
         order_a = Background(lambda: timed_order(StackClient(state), order_body("alice", goods)))
         pid = _wait_for_pid(flags)
-        holder = _lock_children(zk, lock_path)
+        holder = (_lock_children(zk, lock_path) or ["?"])[0]
         story.show(
             f"worker {pid} read the level (1) holding {lock_path}/{holder}, and is now "
             f"stopped (state {_process_state(pid)})"
