@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import threading
 import uuid
-from typing import Any
 
 import redis
 from kazoo.client import KazooClient
@@ -130,7 +129,9 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
         console.print("   an ephemeral sequential node while the deduction ran; gone on release.")
 
     flows = client.flows(order_id)
-    table = Table("id", "flag", "goodsId", "num", "fence (czxid)", title="5. GET /stockFlow/{flag}")
+    table = Table(title="5. GET /stockFlow/{flag}")
+    for column in ("id", "flag", "goodsId", "num", "fence (czxid)"):
+        table.add_column(column, overflow="fold")
     for flow in flows:
         table.add_row(
             flow["id"], flow["flag"], flow["goodsId"], str(flow["num"]), str(flow["fence"])
@@ -177,7 +178,3 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
         )
     )
     return 0 if ok else 1
-
-
-def summary(data: dict[str, Any]) -> str:
-    return json.dumps(data, indent=2)

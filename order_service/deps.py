@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import redis
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
+from shared.health import database_ok, redis_ok
 from shared.settings import Settings
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,18 +24,11 @@ class OrderDeps:
     flow: OrderFlow
 
     def health(self) -> dict[str, bool]:
-        checks = {"database": False, "redis": False, "stock_service": self.stock.healthy()}
-        try:
-            with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-            checks["database"] = True
-        except Exception:
-            log.warning("health: order database unreachable")
-        try:
-            checks["redis"] = bool(self.redis.ping())
-        except redis.RedisError:
-            log.warning("health: redis unreachable")
-        return checks
+        return {
+            "database": database_ok(self.engine, "order database"),
+            "redis": redis_ok(self.redis),
+            "stock_service": self.stock.healthy(),
+        }
 
     def close(self) -> None:
         self.stock.close()

@@ -3,21 +3,18 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Engine, delete, insert, select, update
 
 from order_service.tables import order_details, orders
 from shared.db import transaction
+from shared.db import utcnow as now
 from shared.ids import new_id
 
 DB = "order database"
 PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
-
-
-def now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
@@ -104,5 +105,6 @@ def _is_connection_error(exc: DBAPIError) -> bool:
     )
 
 
-def backend_name(engine: Engine) -> str:
-    return engine.url.get_backend_name()
+def utcnow() -> datetime:
+    """Naive UTC, as the DateTime columns store it on every backend."""
+    return datetime.now(UTC).replace(tzinfo=None)

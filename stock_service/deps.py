@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 
 import redis
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine
 
+from shared.health import database_ok, redis_ok
 from shared.locks import LockBackend
 from shared.settings import Settings
 from stock_service.deduction import StockDeduction
 from stock_service.store import StockStore
-
-log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -26,18 +24,11 @@ class StockDeps:
     deduction: StockDeduction
 
     def health(self) -> dict[str, bool]:
-        checks = {"database": False, "redis": False, "lock": self.locks.healthy()}
-        try:
-            with self.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-            checks["database"] = True
-        except Exception:
-            log.warning("health: stock database unreachable")
-        try:
-            checks["redis"] = bool(self.redis.ping())
-        except redis.RedisError:
-            log.warning("health: redis unreachable")
-        return checks
+        return {
+            "database": database_ok(self.engine, "stock database"),
+            "redis": redis_ok(self.redis),
+            "lock": self.locks.healthy(),
+        }
 
     def close(self) -> None:
         self.locks.close()

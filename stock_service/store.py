@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.engine import Connection
 
 from shared.db import transaction
+from shared.db import utcnow as now
 from shared.ids import new_id
 from shared.locks import Lease, LockLost
 from stock_service.faults import NO_FAULTS, Faults
@@ -18,10 +18,6 @@ from stock_service.tables import stock, stock_flow
 
 DB = "stock database"
 log = logging.getLogger(__name__)
-
-
-def now() -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None)
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -68,15 +69,16 @@ def test_database_locks_refuse_sqlite(tmp_path: Path) -> None:
         DatabaseLocks(make_engine(f"sqlite:///{tmp_path / 'x.db'}"))
 
 
-def test_one_holder_at_a_time(locks: LockBackend) -> None:
-    name = unique("lock")
-    inside = 0
-    most_inside = 0
+def most_holders_at_once(
+    hold: Callable[[int], AbstractContextManager[object]], attempts: int = 30
+) -> int:
+    """Runs `attempts` holders on 6 threads, each holding for 5 ms; the most inside at once."""
+    inside = most_inside = 0
     guard = threading.Lock()
 
-    def work(_: int) -> None:
+    def work(i: int) -> None:
         nonlocal inside, most_inside
-        with locks.hold([name], timeout=30):
+        with hold(i):
             with guard:
                 inside += 1
                 most_inside = max(most_inside, inside)
@@ -85,8 +87,13 @@ def test_one_holder_at_a_time(locks: LockBackend) -> None:
                 inside -= 1
 
     with ThreadPoolExecutor(max_workers=6) as pool:
-        list(pool.map(work, range(30)))
-    assert most_inside == 1
+        list(pool.map(work, range(attempts)))
+    return most_inside
+
+
+def test_one_holder_at_a_time(locks: LockBackend) -> None:
+    name = unique("lock")
+    assert most_holders_at_once(lambda _: locks.hold([name], timeout=30)) == 1
 
 
 def test_fencing_tokens_grow_with_each_holder(locks: LockBackend) -> None:
@@ -176,23 +183,9 @@ def test_zookeeper_excludes_holders_in_different_clients(zk_server: ServerProces
     root = f"/test-locks/{unique('root')}"
     backends = [ZooKeeperLocks(zk_server.address, root) for _ in range(2)]
     name = unique("lock")
-    inside, most_inside = 0, 0
-    guard = threading.Lock()
-
-    def work(i: int) -> None:
-        nonlocal inside, most_inside
-        with backends[i % 2].hold([name], timeout=30):
-            with guard:
-                inside += 1
-                most_inside = max(most_inside, inside)
-            time.sleep(0.005)
-            with guard:
-                inside -= 1
-
     try:
-        with ThreadPoolExecutor(max_workers=6) as pool:
-            list(pool.map(work, range(30)))
+        most = most_holders_at_once(lambda i: backends[i % 2].hold([name], timeout=30))
     finally:
         for backend in backends:
             backend.close()
-    assert most_inside == 1
+    assert most == 1
