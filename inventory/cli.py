@@ -419,6 +419,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    import logging
+
+    # The command's own clients see servers stop on purpose; their reconnect warnings are noise.
+    logging.getLogger("kazoo.client").setLevel(logging.ERROR)
     try:
         return int(args.func(args))
     except KeyboardInterrupt:

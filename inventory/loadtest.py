@@ -58,6 +58,7 @@ class LoadResult:
     attempts: list[Attempt]
     checks: list[CheckResult] = field(default_factory=list)
     idempotency_breaches: int = 0
+    client_retries: int = 0  # transport errors retried with the same Idempotency-Key
 
     @property
     def primary(self) -> list[Attempt]:
@@ -79,6 +80,7 @@ class LoadResult:
                 f"p{p}": round(percentile(latencies, p) * 1000, 1) for p in (50, 95, 99)
             },
             "idempotency_breaches": self.idempotency_breaches,
+            "client_retries": self.client_retries,
             "violations": [c.name for c in self.checks if not c.ok],
         }
 
@@ -121,6 +123,7 @@ async def drive(
         gate = asyncio.Semaphore(config.concurrency)
         attempts: list[Attempt] = []
         breaches = 0
+        client_retries = 0
         started = time.perf_counter()
         progress = Progress(
             "[bold]orders",
@@ -131,30 +134,38 @@ async def drive(
             disable=console is None,
         )
 
-        async def submit(i: int, body: dict[str, Any], key: str | None, dup: bool) -> Attempt:
-            headers = {"Idempotency-Key": key} if key else {}
+        async def submit(i: int, body: dict[str, Any], key: str, dup: bool) -> Attempt:
+            """Every order carries an Idempotency-Key, so a transport error (the request may
+            or may not have arrived) is retried safely, as a well-behaved client would."""
+            nonlocal client_retries
             t0 = time.perf_counter()
-            try:
-                response = await client.post(
-                    f"{state.order_url}/genOrder", json=body, headers=headers
-                )
-                status: int | None = response.status_code
-                data = response.json()
-                outcome = {200: "confirmed", 409: "failed"}.get(
-                    response.status_code, f"error:http_{status}"
-                )
-                order_id = data.get("orderId") if isinstance(data, dict) else None
-            except httpx.HTTPError as exc:
-                status, outcome, order_id = None, f"error:{type(exc).__name__}", None
+            for attempt in range(3):
+                try:
+                    response = await client.post(
+                        f"{state.order_url}/genOrder", json=body, headers={"Idempotency-Key": key}
+                    )
+                except httpx.TransportError as exc:
+                    if attempt == 2:
+                        t1 = time.perf_counter()
+                        return Attempt(
+                            i, None, f"error:{type(exc).__name__}", t1 - t0, t1 - started, None, dup
+                        )
+                    client_retries += 1
+                    continue
+                break
+            status = response.status_code
+            data = response.json()
+            outcome = {200: "confirmed", 409: "failed"}.get(status, f"error:http_{status}")
+            order_id = data.get("orderId") if isinstance(data, dict) else None
             t1 = time.perf_counter()
             return Attempt(i, status, outcome, t1 - t0, t1 - started, order_id, dup)
 
         async def one_order(i: int, goods: list[str], twice: bool) -> None:
             nonlocal breaches
             body = {"userId": f"buyer-{i}", "goodsIds": goods}
+            key = f"{prefix}key-{i}"
             async with gate:
                 if twice:
-                    key = f"{prefix}key-{i}"
                     first, second = await asyncio.gather(
                         submit(i, body, key, False), submit(i, body, key, True)
                     )
@@ -162,14 +173,21 @@ async def drive(
                     if first.order_id and second.order_id and first.order_id != second.order_id:
                         breaches += 1
                 else:
-                    attempts.append(await submit(i, body, None, False))
+                    attempts.append(await submit(i, body, key, False))
             progress.advance(task)
 
         with progress:
             task = progress.add_task("orders", total=config.orders)
             await asyncio.gather(*(one_order(i, g, twice) for i, (g, twice) in enumerate(plan)))
         elapsed = time.perf_counter() - started
-    return LoadResult(config, prefix, elapsed, attempts, idempotency_breaches=breaches)
+    return LoadResult(
+        config,
+        prefix,
+        elapsed,
+        attempts,
+        idempotency_breaches=breaches,
+        client_retries=client_retries,
+    )
 
 
 def run_loadtest(
@@ -196,6 +214,7 @@ def print_summary(result: LoadResult, state: StackState, console: Console) -> No
     lat = s["latency_ms"]
     table.add_row("latency p50/p95/p99", f"{lat['p50']} / {lat['p95']} / {lat['p99']} ms")
     table.add_row("double submits with two orders", str(s["idempotency_breaches"]))
+    table.add_row("client retries (same key)", str(s["client_retries"]))
     console.print(table)
     print_results(result.checks, console)
 

@@ -94,6 +94,44 @@ def scenario_stack(name: str, **env: str) -> Iterator[stack.StackState]:
         stack.down(home=home, say=lambda *_: None)
 
 
+@dataclass
+class Rig:
+    """A stack with one goods id seeded, a fault armed, and clients to watch it."""
+
+    state: stack.StackState
+    client: StackClient
+    flags: redis.Redis
+    zk: KazooClient
+    goods: str
+
+    @property
+    def lock_path(self) -> str:
+        return f"/inventory/locks/{self.goods}"
+
+
+@contextmanager
+def worker_fault(name: str, prefix: str, level: int, point: str, **env: str) -> Iterator[Rig]:
+    with scenario_stack(name, **env) as state:
+        client = StackClient(state)
+        goods = prefix + "phone"
+        client.seed(goods, level)
+        zk = KazooClient(hosts=state.zk_hosts)
+        zk.start(timeout=10)
+        arm(state, point)
+        try:
+            yield Rig(
+                state,
+                client,
+                redis.Redis.from_url(state.redis_url, decode_responses=True),
+                zk,
+                goods,
+            )
+        finally:
+            zk.stop()
+            zk.close()
+            client.close()
+
+
 def arm(state: stack.StackState, point: str, value: float = 0, times: int = 1) -> None:
     httpx.put(
         f"{state.stock_url}/faults/{point}", json={"value": value, "times": times}, timeout=10
@@ -406,16 +444,11 @@ def _lock_children(zk: KazooClient, path: str) -> list[str]:
 def stale_holder(console: Console | None = None, unfenced: bool = False) -> ScenarioResult:
     story = Story(console)
     prefix = f"sc-stale-{uuid.uuid4().hex[:6]}-"
-    goods = prefix + "phone"
     name = "stale-holder" + (" (unfenced)" if unfenced else "")
-    with scenario_stack("stale-holder", FENCING="false" if unfenced else "true") as state:
-        client = StackClient(state)
-        client.seed(goods, 1)
-        flags = redis.Redis.from_url(state.redis_url, decode_responses=True)
-        zk = KazooClient(hosts=state.zk_hosts)
-        zk.start(timeout=10)
-        lock_path = f"/inventory/locks/{goods}"
-        arm(state, "stop_after_read")
+    fencing = "false" if unfenced else "true"
+    with worker_fault("stale-holder", prefix, 1, "stop_after_read", FENCING=fencing) as rig:
+        state, client, flags, zk, goods = rig.state, rig.client, rig.flags, rig.zk, rig.goods
+        lock_path = rig.lock_path
         story.step(
             f"Seeded {goods} = 1 (the last unit). Fencing "
             f"{'OFF' if unfenced else 'on'}. Fault armed: the worker that reads the level "
@@ -460,9 +493,6 @@ def stale_holder(console: Console | None = None, unfenced: bool = False) -> Scen
         )
         story.step(f"{goods} = {level}; flows for the two orders: {flows} (one unit existed)")
         checks = finish(state, story, prefix)
-        zk.stop()
-        zk.close()
-        client.close()
     violated = [c.name for c in checks if not c.ok]
     if unfenced:
         ok = "initial - final = flows" in violated
@@ -486,15 +516,9 @@ def stale_holder(console: Console | None = None, unfenced: bool = False) -> Scen
 def crash_mid_deduction(console: Console | None = None) -> ScenarioResult:
     story = Story(console)
     prefix = f"sc-crash-{uuid.uuid4().hex[:6]}-"
-    goods = prefix + "phone"
-    with scenario_stack("crash-mid-deduction") as state:
-        client = StackClient(state)
-        client.seed(goods, 5)
-        flags = redis.Redis.from_url(state.redis_url, decode_responses=True)
-        zk = KazooClient(hosts=state.zk_hosts)
-        zk.start(timeout=10)
-        lock_path = f"/inventory/locks/{goods}"
-        arm(state, "kill_in_transaction")
+    with worker_fault("crash-mid-deduction", prefix, 5, "kill_in_transaction") as rig:
+        state, client, flags, zk, goods = rig.state, rig.client, rig.flags, rig.zk, rig.goods
+        lock_path = rig.lock_path
         story.step(
             f"Seeded {goods} = 5. Fault armed: the worker that deducts kills itself "
             "(SIGKILL) inside the transaction, holding the lock, before commit."
@@ -533,9 +557,6 @@ def crash_mid_deduction(console: Console | None = None) -> ScenarioResult:
             f"({'gone' if pid not in workers else 'still there'})"
         )
         checks = finish(state, story, prefix)
-        zk.stop()
-        zk.close()
-        client.close()
     ok = (
         order_a_row["status"] in ("CONFIRMED", "FAILED")
         and response_b.status_code == 200

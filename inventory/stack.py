@@ -164,6 +164,10 @@ def start_service(
         "60",
         "--graceful-timeout",
         "5",
+        # Longer than the clients' idle expiry (the load test's is 1 s), so a client never
+        # sends on a connection the server is closing.
+        "--keep-alive",
+        "5",
         "--backlog",
         "2048",
         "--error-logfile",
