@@ -382,6 +382,13 @@ def write_report(report: BenchReport, folder: Path) -> tuple[Path, Path]:
     return data, chart
 
 
+def load_report(path: Path) -> BenchReport:
+    """A report written by write_report, read back (to redraw its chart)."""
+    data = json.loads(path.read_text())
+    lists = {k: [Measure(**m) for m in data[k]] for k in ("limits", "reduce", "gen_order")}
+    return BenchReport(**lists, database=data["database"], notes=data["notes"])
+
+
 def draw_chart(report: BenchReport, path: Path) -> None:
     import matplotlib
 
@@ -391,7 +398,19 @@ def draw_chart(report: BenchReport, path: Path) -> None:
     measures = report.reduce + report.gen_order
     fig, ax = plt.subplots(figsize=(10, 0.45 * len(measures) + 1.5))
     names = [m.name.replace("reduceStock ", "") for m in measures]
-    ax.barh(names, [m.per_second for m in measures], color="tab:blue")
+    ax.barh(names, [m.per_second for m in measures], color="tab:blue", label="measured")
+    ceilings = [(n, m.cpu_ceiling) for n, m in zip(names, measures, strict=True) if m.cpu_ceiling]
+    if ceilings:
+        ax.scatter(
+            [c for _, c in ceilings],
+            [n for n, _ in ceilings],
+            marker="|",
+            s=300,
+            color="black",
+            label="CPU ceiling at its cost per request",
+            zorder=3,
+        )
+    ax.set_xscale("log")
     colours = ("tab:red", "tab:purple", "tab:brown")
     for limit, colour in zip(report.limits, colours, strict=False):
         ax.axvline(
@@ -401,7 +420,7 @@ def draw_chart(report: BenchReport, path: Path) -> None:
             label=f"{limit.name}: {limit.per_second:.0f}/s",
         )
     ax.invert_yaxis()
-    ax.set_xlabel("requests per second")
+    ax.set_xlabel("requests per second (log scale)")
     ax.set_title(
         f"PUT /reduceStock and POST /genOrder vs the limits of the parts ({report.database})"
     )
