@@ -16,8 +16,12 @@ $(STAMP): pyproject.toml
 servers:
 	@scripts/ensure-servers.sh
 
+# `make demo` tells the story of one order; `make demo SCENARIO=stale-holder` runs a fault
+# scenario (double-submit, slow-stock, lost-response, redis-flag-lost, stale-holder,
+# crash-mid-deduction, zk-leader-loss, herd).
+SCENARIO ?=
 demo: $(STAMP) servers
-	$(BIN)/inventory demo
+	$(BIN)/inventory demo $(SCENARIO)
 
 test: $(STAMP) servers
 	$(BIN)/pytest
