@@ -382,13 +382,6 @@ def write_report(report: BenchReport, folder: Path) -> tuple[Path, Path]:
     return data, chart
 
 
-def load_report(path: Path) -> BenchReport:
-    """A report written by write_report, read back (to redraw its chart)."""
-    data = json.loads(path.read_text())
-    lists = {k: [Measure(**m) for m in data[k]] for k in ("limits", "reduce", "gen_order")}
-    return BenchReport(**lists, database=data["database"], notes=data["notes"])
-
-
 def draw_chart(report: BenchReport, path: Path) -> None:
     import matplotlib
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import random
-import statistics
 import time
 import uuid
 from collections import Counter
@@ -283,12 +282,3 @@ def print_violations(result: LoadResult, console: Console) -> None:
         console.print(
             f"[bold red]double submits that made two orders: {result.idempotency_breaches}"
         )
-
-
-def percentiles(values: list[float]) -> dict[str, float]:
-    ordered = sorted(values)
-    return {
-        "p50": percentile(ordered, 50),
-        "p99": percentile(ordered, 99),
-        "mean": statistics.fmean(ordered) if ordered else 0.0,
-    }
