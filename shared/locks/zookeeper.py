@@ -45,14 +45,14 @@ class ZooKeeperLocks(LockBackend):
         # Set while CONNECTED: a deduction that arrives during a reconnection (a leader
         # election, say) waits for it within its lock timeout instead of failing at once.
         self._connected = threading.Event()
-        # kazoo's Lock makes sure its parent path exists on first use of each instance (one
-        # round trip, a write the first time). One instance per thread and path, and a
-        # process-wide record of the paths already made, save that on every acquisition.
-        self._per_thread = threading.local()
-        self._assured: set[str] = set()
-        # Threads of one process queue for a name here first, so each process keeps at most
-        # one waiter in ZooKeeper's queue per name: fewer nodes, watches and wake-ups there.
-        self._local: dict[str, threading.Lock] = {}
+        # Per name: a local mutex and one kazoo Lock. Threads of one process queue on the
+        # mutex first, so a process keeps at most one waiter in ZooKeeper's queue per name
+        # (fewer nodes, watches and wake-ups there; measured, hot goods 156 -> 208/s). Holding
+        # the mutex also makes the one kazoo Lock safe to share (kazoo's own guard covers only
+        # the acquire call, not the holding), and the long-lived instance remembers that its
+        # parent path exists, which saves that round trip on every acquisition.
+        self._names: dict[str, tuple[threading.Lock, Lock]] = {}
+        self._names_guard = threading.Lock()
 
     @property
     def client(self) -> KazooClient:
@@ -82,15 +82,15 @@ class ZooKeeperLocks(LockBackend):
             if self._client.state == KazooState.CONNECTED:
                 self._connected.set()
 
-    def _lock(self, name: str) -> Lock:
-        locks: dict[str, Lock] | None = getattr(self._per_thread, "locks", None)
-        if locks is None:
-            locks = self._per_thread.locks = {}
-        lock = locks.get(name)
-        if lock is None:
-            lock = locks[name] = self.client.Lock(f"{self.root}/{name}")
-            lock.assured_path = lock.path in self._assured
-        return lock
+    def _for(self, name: str) -> tuple[threading.Lock, Lock]:
+        pair = self._names.get(name)
+        if pair is None:
+            with self._names_guard:
+                pair = self._names.get(name)
+                if pair is None:
+                    pair = (threading.Lock(), self.client.Lock(f"{self.root}/{name}"))
+                    self._names[name] = pair
+        return pair
 
     @contextmanager
     def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
@@ -102,11 +102,10 @@ class ZooKeeperLocks(LockBackend):
         lease = Lease(still_held=lambda: self._still_connected(interruptions_at_start))
         with ExitStack() as held:
             for name in sorted(set(names)):
-                local = self._local.setdefault(name, threading.Lock())
+                local, lock = self._for(name)
                 if not local.acquire(timeout=max(deadline - time.monotonic(), 0.001)):
                     raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
                 held.callback(local.release)
-                lock = self._lock(name)
                 remaining = max(deadline - time.monotonic(), 0.001)
                 try:
                     acquired = lock.acquire(timeout=remaining)
@@ -117,7 +116,6 @@ class ZooKeeperLocks(LockBackend):
                 if not acquired:
                     raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
                 held.callback(self._release, lock)
-                self._assured.add(lock.path)
                 node_path = f"{lock.path}/{lock.node}"
                 lease.details[name] = node_path
                 lease.tokens[name] = self._czxid(node_path)
