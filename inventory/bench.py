@@ -20,6 +20,7 @@ import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -155,6 +156,39 @@ def measure_limits(zk_hosts: str, redis_url: str, stock_db: str, seconds: float)
     ]
 
 
+Send = Callable[[httpx.AsyncClient, int], Awaitable[httpx.Response]]
+
+
+async def timed_requests(
+    base_url: str, send: Send, requests: int, concurrency: int, ok: Callable[[httpx.Response], bool]
+) -> tuple[Measure, list[httpx.Response]]:
+    """`requests` calls of `send(client, i)`, `concurrency` at a time: rate, p50/p99, errors."""
+    latencies: list[float] = []
+    responses: list[httpx.Response] = []
+    gate = asyncio.Semaphore(concurrency)
+    limits = httpx.Limits(max_connections=concurrency)
+    async with httpx.AsyncClient(base_url=base_url, timeout=120, limits=limits) as client:
+
+        async def one(i: int) -> None:
+            async with gate:
+                t0 = time.perf_counter()
+                responses.append(await send(client, i))
+                latencies.append(time.perf_counter() - t0)
+
+        started = time.perf_counter()
+        await asyncio.gather(*(one(i) for i in range(requests)))
+        elapsed = time.perf_counter() - started
+    errors = sum(not ok(r) for r in responses)
+    measure = Measure(
+        "",
+        requests / elapsed,
+        percentile_ms(latencies, 50),
+        percentile_ms(latencies, 99),
+        errors=errors,
+    )
+    return measure, responses
+
+
 async def reduce_load(
     state: stack.StackState, goods: list[str], requests: int, concurrency: int, seed: int
 ) -> Measure:
@@ -167,69 +201,37 @@ async def reduce_load(
     flag_store.close()
     rng = random.Random(seed)
     bodies = [[{"goodsId": rng.choice(goods), "goodsNum": 1}] for _ in flags]
-    latencies: list[float] = []
-    stages: dict[str, list[float]] = {}
-    errors = 0
-    gate = asyncio.Semaphore(concurrency)
-    limits = httpx.Limits(max_connections=concurrency)
-    async with httpx.AsyncClient(base_url=state.stock_url, timeout=60, limits=limits) as client:
 
-        async def one(flag: str, body: list[dict[str, Any]]) -> None:
-            nonlocal errors
-            async with gate:
-                t0 = time.perf_counter()
-                response = await client.put(f"/reduceStock/{flag}", json=body)
-                latencies.append(time.perf_counter() - t0)
-                if response.status_code != 200 or response.json()["outcome"] != "deducted":
-                    errors += 1
-                for stage, ms in parse_server_timing(
-                    response.headers.get("server-timing", "")
-                ).items():
-                    stages.setdefault(stage, []).append(ms)
+    def send(client: httpx.AsyncClient, i: int) -> Awaitable[httpx.Response]:
+        return client.put(f"/reduceStock/{flags[i]}", json=bodies[i])
 
-        started = time.perf_counter()
-        await asyncio.gather(*(one(f, b) for f, b in zip(flags, bodies, strict=True)))
-        elapsed = time.perf_counter() - started
-    return Measure(
-        "",
-        requests / elapsed,
-        percentile_ms(latencies, 50),
-        percentile_ms(latencies, 99),
-        {k: round(statistics.median(v), 2) for k, v in stages.items()},
-        errors,
+    measure, responses = await timed_requests(
+        state.stock_url,
+        send,
+        requests,
+        concurrency,
+        ok=lambda r: r.status_code == 200 and r.json()["outcome"] == "deducted",
     )
+    stages: dict[str, list[float]] = {}
+    for response in responses:
+        for stage, ms in parse_server_timing(response.headers.get("server-timing", "")).items():
+            stages.setdefault(stage, []).append(ms)
+    measure.stages_ms = {k: round(statistics.median(v), 2) for k, v in stages.items()}
+    return measure
 
 
 async def order_load(
     state: stack.StackState, goods: list[str], requests: int, concurrency: int
 ) -> Measure:
-    latencies: list[float] = []
-    errors = 0
-    gate = asyncio.Semaphore(concurrency)
-    async with httpx.AsyncClient(
-        base_url=state.order_url, timeout=120, limits=httpx.Limits(max_connections=concurrency)
-    ) as client:
+    def send(client: httpx.AsyncClient, i: int) -> Awaitable[httpx.Response]:
+        body = {"userId": f"bench-{i}", "goodsIds": [goods[i % len(goods)]]}
+        return client.post("/genOrder", json=body)
 
-        async def one(i: int) -> None:
-            nonlocal errors
-            async with gate:
-                t0 = time.perf_counter()
-                response = await client.post(
-                    "/genOrder", json={"userId": f"bench-{i}", "goodsIds": [goods[i % len(goods)]]}
-                )
-                latencies.append(time.perf_counter() - t0)
-                errors += response.status_code != 200
-
-        started = time.perf_counter()
-        await asyncio.gather(*(one(i) for i in range(requests)))
-        elapsed = time.perf_counter() - started
-    return Measure(
-        "genOrder end to end (zookeeper/sku, 100 goods)",
-        requests / elapsed,
-        percentile_ms(latencies, 50),
-        percentile_ms(latencies, 99),
-        errors=errors,
+    measure, _ = await timed_requests(
+        state.order_url, send, requests, concurrency, ok=lambda r: r.status_code == 200
     )
+    measure.name = "genOrder end to end (zookeeper/sku, 100 goods)"
+    return measure
 
 
 def seed_goods(state: stack.StackState, count: int, prefix: str) -> list[str]:

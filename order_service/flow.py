@@ -205,7 +205,7 @@ class OrderFlow:
         while order is not None and order.status == PENDING and order.reason is None:
             if time.monotonic() >= deadline:
                 break
-            time.sleep(0.05)  # the first request is still running; its answer is coming
+            self.sleep(0.05)  # the first request is still running; its answer is coming
             order = self.store.get(existing.id)
         answer = answer_for(order or existing)
         answer.headers["Idempotent-Replayed"] = "true"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,6 +16,7 @@ from flask.testing import FlaskClient
 import order_service
 import stock_service
 from order_service.tables import order_details, orders
+from shared.locks import LockBackend
 from shared.settings import Settings
 from stock_service.tables import stock, stock_flow
 
@@ -78,3 +80,23 @@ def running_services(settings: Settings, wrap_transport: Any = None) -> Iterator
         engine.dispose()
         order_app.extensions["orders"].close()
         stock_app.extensions["stock"].close()
+
+
+@contextmanager
+def held_by_another_thread(locks: LockBackend, names: list[str]) -> Iterator[None]:
+    """Holds `names` on `locks` from a thread of its own for the duration of the block."""
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with locks.hold(names, timeout=10):
+            held.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(10), "the other thread never got the lock"
+        yield
+    finally:
+        done.set()
+        holder.join()

@@ -28,6 +28,7 @@ from tests.conftest import (
     _throwaway_database,
     unique,
 )
+from tests.helpers import held_by_another_thread
 
 BACKENDS = ["zookeeper", "redis", "database-postgresql", "database-mysql"]
 
@@ -108,24 +109,11 @@ def test_fencing_tokens_grow_with_each_holder(locks: LockBackend) -> None:
 
 def test_a_held_lock_makes_others_time_out(locks: LockBackend) -> None:
     name = unique("lock")
-    held, done = threading.Event(), threading.Event()
-
-    def holder() -> None:
-        with locks.hold([name], timeout=10):
-            held.set()
-            done.wait(10)
-
-    thread = threading.Thread(target=holder)
-    thread.start()
-    try:
-        assert held.wait(10)
+    with held_by_another_thread(locks, [name]):
         started = time.monotonic()
         with pytest.raises(LockTimeout), locks.hold([name], timeout=1.0):
             pass
         assert time.monotonic() - started < 5
-    finally:
-        done.set()
-        thread.join()
     with locks.hold([name], timeout=5) as lease:  # released: free again
         lease.check()
 

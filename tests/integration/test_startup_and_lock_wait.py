@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import pytest
@@ -13,7 +12,7 @@ from shared.locks.zookeeper import ZooKeeperLocks
 from shared.settings import Settings
 from shared.startup import SchemaOutOfDate
 from tests.conftest import unique
-from tests.helpers import running_services
+from tests.helpers import held_by_another_thread, running_services
 
 
 def test_a_service_refuses_to_start_on_an_unmigrated_database(
@@ -38,26 +37,17 @@ def test_a_lock_held_too_long_ends_in_a_503_and_keeps_the_flag(settings: Setting
         goods, flag = unique(), unique("flag")
         s.seed(goods, 5)
         other = ZooKeeperLocks(settings.zk_hosts, settings.lock_root)  # another process
-        held, done = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with other.hold([goods], timeout=5):
-                held.set()
-                done.wait(10)
-
-        holder = threading.Thread(target=hold)
-        holder.start()
         try:
-            assert held.wait(10)
-            flags = redis_lib.Redis.from_url(settings.redis_url)
-            flags.set(flag, "orderId", ex=60)
-            answer = s.stock.put(f"/reduceStock/{flag}", json=[{"goodsId": goods, "goodsNum": 1}])
-            assert answer.status_code == 503
-            assert answer.json["dependency"] == "lock"
-            assert "timed out" in answer.json["error"]
-            assert flags.exists(flag) == 1  # put back: a retry is served, not a duplicate
-            assert s.level(goods) == 5
+            with held_by_another_thread(other, [goods]):
+                flags = redis_lib.Redis.from_url(settings.redis_url)
+                flags.set(flag, "orderId", ex=60)
+                answer = s.stock.put(
+                    f"/reduceStock/{flag}", json=[{"goodsId": goods, "goodsNum": 1}]
+                )
+                assert answer.status_code == 503
+                assert answer.json["dependency"] == "lock"
+                assert "timed out" in answer.json["error"]
+                assert flags.exists(flag) == 1  # put back: a retry is served, not a duplicate
+                assert s.level(goods) == 5
         finally:
-            done.set()
-            holder.join()
             other.close()
