@@ -253,10 +253,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from inventory.bench import BenchConfig, print_report, run_bench, write_report
 
     config = BenchConfig.quick() if args.quick else BenchConfig()
-    if args.requests:
-        config.requests = args.requests
-    names = ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL")
-    env = {k: os.environ[k] for k in names if os.environ.get(k)}
+    for option in ("requests", "rounds", "concurrency"):
+        value = getattr(args, option)
+        if value is not None:
+            if value < 1:
+                console.print(f"--{option} must be at least 1")
+                return 2
+            setattr(config, option, value)
+    config.database_url = args.database_url
+    config.keep = args.keep
+    env = {k: os.environ[k] for k in ("ZK_HOSTS", "REDIS_URL") if os.environ.get(k)}
     report = run_bench(config, env, say=console.print)
     print_report(report, console)
     if args.report:
@@ -410,8 +416,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reconcile)
 
     p = sub.add_parser("bench", help="throughput and latency against the limits of the parts")
-    p.add_argument("--quick", action="store_true", help="a small run (about a minute)")
-    p.add_argument("--requests", type=int, help="requests per measured configuration")
+    p.add_argument("--quick", action="store_true", help="a smaller run (about two minutes)")
+    p.add_argument("--requests", type=int, help="requests per load per round")
+    p.add_argument("--rounds", type=int, help="rounds; rates are their median (default 3)")
+    p.add_argument("--concurrency", type=int, help="concurrent callers (default 16)")
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="a PostgreSQL or MySQL server (e.g. postgresql+psycopg://postgres@127.0.0.1/test): "
+        "the bench makes a database of its own there and drops it afterwards; default SQLite",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the bench's folder (logs)")
     p.add_argument("--report", metavar="DIR", help="write bench.json and bench.png here")
     p.set_defaults(func=cmd_bench)
     return parser

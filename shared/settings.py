@@ -45,6 +45,12 @@ class Settings:
     lock_root: str = "/inventory/locks"
     zk_session_timeout: float = 10.0
     redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
+    # Combining: the deductions of one process waiting for the same lock are served in one lock
+    # hold and one transaction, at most this many at a time; 1 serves them one hold each.
+    deduct_batch_max: int = 32
+    # How long a batch waits for all its locks before it serves the requests whose locks it
+    # holds and lets the rest wait on their own (a lock stuck elsewhere never stalls others).
+    deduct_batch_patience: float = 0.1
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True
@@ -100,8 +106,12 @@ class Settings:
             raise ValueError(f"LOCK_BACKEND must be one of {', '.join(LOCK_BACKENDS)}")
         if self.lock_scope not in LOCK_SCOPES:
             raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
+        if self.deduct_batch_patience <= 0:
+            raise ValueError("DEDUCT_BATCH_PATIENCE must be positive (seconds)")
         if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
             raise ValueError("timeouts must be positive")
+        if self.deduct_batch_max < 1:
+            raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
         if self.stock_call_retries < 0:
             raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
 

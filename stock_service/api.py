@@ -64,8 +64,13 @@ def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
             for s in result.shortfalls
         ]
         return jsonify(body), 409, timing
-    if result.outcome is Outcome.DEDUCTED:
-        body["lock"] = {"backend": d.locks.name, "nodes": result.lock_nodes, "fence": result.tokens}
+    if result.outcome is Outcome.DEDUCTED and result.hold is not None:
+        body["lock"] = {
+            "backend": d.locks.name,
+            "nodes": result.hold.nodes,
+            "fence": result.hold.tokens,
+            "batchSize": result.hold.size,  # the requests served in the same lock hold
+        }
     return jsonify(body), 200, timing
 
 

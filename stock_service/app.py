@@ -42,6 +42,8 @@ def create_app(settings: Settings | None = None) -> Flask:
         settings.lock_timeout,
         settings.flag_ttl,
         faults,
+        batch_max=settings.deduct_batch_max,
+        patience=settings.deduct_batch_patience,
     )
     app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
     app.register_blueprint(bp)

@@ -1,47 +1,77 @@
 """PUT /reduceStock/{flag}, the article's steps, one function each:
 
-    pre-filter (delete the flag in Redis) -> check the flows -> lock -> deduct -> release
+    pre-filter (delete the flag in Redis) -> [combined: lock -> check the flows -> deduct ->
+    commit -> release]
 
-The Redis flag is a fast filter, the stock-flow table the authority. When an attempt fails
-before anything is committed (lock timeout, a dependency down), the flag is put back, so the
-caller's retry with the same flag is served instead of being taken for a duplicate.
+The Redis flag is a fast filter, the stock-flow table the authority. The requests of this
+process that wait for the same lock are combined (shared/combining.py): one of them takes the
+lock once for all of them, the store checks their flags against the stock flow and decides each
+in arrival order (stock_service/batch.py), one transaction writes every deduction, and each
+request gets its own answer. DEDUCT_BATCH_MAX=1 serves them one lock hold each, as the article
+does.
+
+When an attempt fails before anything is committed (lock timeout, lock lost, a dependency down;
+for a batch, that fails every request in it), the flag is put back, so the caller's retry with
+the same flag is served instead of being taken for a duplicate.
 """
 
 from __future__ import annotations
 
-import enum
 import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 import redis
-from sqlalchemy.exc import IntegrityError
 
+from shared.combining import Combiner
 from shared.db import DatabaseUnavailable
-from shared.locks import LockBackend, LockError, lock_names
+from shared.locks import LockBackend, LockError, LockTimeout, lock_names
+from shared.locks.base import Claim
 from shared.timing import Stopwatch
+from stock_service.batch import Decision, Outcome, Request, Shortfall
 from stock_service.faults import NO_FAULTS, Faults
-from stock_service.store import Shortfall, StockStore
+from stock_service.store import StockStore
+
+__all__ = ["DeductionResult", "Outcome", "RedisUnavailable", "StockDeduction"]
 
 log = logging.getLogger(__name__)
 
-
-class Outcome(enum.StrEnum):
-    DEDUCTED = "deducted"
-    DUPLICATE = "duplicate"
-    INSUFFICIENT = "insufficient"
+# One lane per process: a batch takes every request queued behind the one before it, whatever
+# goods they buy, and claims the names they need together (see run_batch).
+LANE = "deductions"
 
 
 class RedisUnavailable(Exception):
     dependency = "redis"
 
 
+@dataclass(frozen=True)
+class Hold:
+    """One lock hold, shared by the requests of its batch."""
+
+    size: int
+    tokens: dict[str, int | None]
+    nodes: dict[str, str]
+    started: float  # perf_counter when the leader began to wait for the lock
+    stages_ms: dict[str, float]  # lock (waiting for it), deduct (read-check-write, commit)
+
+
 @dataclass
 class DeductionResult:
     outcome: Outcome
     shortfalls: list[Shortfall] = field(default_factory=list)
-    lock_nodes: dict[str, str] = field(default_factory=dict)
-    tokens: dict[str, int | None] = field(default_factory=dict)
+    hold: Hold | None = None  # None: answered before the lock (a duplicate at the pre-filter)
     timings: Stopwatch = field(default_factory=Stopwatch)
+
+    @property
+    def tokens(self) -> dict[str, int | None]:
+        return self.hold.tokens if self.hold else {}
+
+    @property
+    def lock_nodes(self) -> dict[str, str]:
+        return self.hold.nodes if self.hold else {}
 
 
 class StockDeduction:
@@ -54,6 +84,8 @@ class StockDeduction:
         lock_timeout: float,
         flag_ttl: int,
         faults: Faults = NO_FAULTS,
+        batch_max: int = 32,
+        patience: float = 0.1,
     ) -> None:
         self.store = store
         self.redis = redis_client
@@ -62,6 +94,10 @@ class StockDeduction:
         self.lock_timeout = lock_timeout
         self.flag_ttl = flag_ttl
         self.faults = faults
+        self.patience = patience
+        self.combiner: Combiner[Request, tuple[Decision, Hold]] = Combiner(
+            self.run_batch, batch_max
+        )
 
     def reduce(self, flag: str, lines: dict[str, int]) -> DeductionResult:
         watch = Stopwatch()
@@ -71,18 +107,27 @@ class StockDeduction:
             log.info("flag %s not in redis: duplicate", flag)
             return DeductionResult(Outcome.DUPLICATE, timings=watch)
         try:
-            seen = self.store.has_flows(flag)
-            watch.lap("flowcheck")
-            if seen:
-                log.info("flag %s already has flows: duplicate", flag)
-                return DeductionResult(Outcome.DUPLICATE, timings=watch)
             self.faults.fire("delay_before_deduct")
-            result = self.deduct_under_lock(flag, lines, watch)
-            self.faults.fire("delay_after_commit")
-            return result
+            submitted = time.perf_counter()
+            request = Request(flag, lines)
+            if self.locks.excludes:
+                decision, hold = self.combiner.submit(LANE, request, self.lock_timeout)
+            else:  # no lock, nothing to combine under: the baseline runs each request alone
+                [answer] = self.run_batch(LANE, [request], self.lock_timeout)
+                if isinstance(answer, BaseException):
+                    raise answer
+                decision, hold = answer
         except (LockError, DatabaseUnavailable):
             self.restore_flag(flag)
             raise
+        watch.laps["queue"] = max(hold.started - submitted, 0.0) * 1000
+        watch.laps.update(hold.stages_ms)
+        if decision.outcome is Outcome.DUPLICATE:
+            log.info("flag %s already has flows: duplicate", flag)
+        elif decision.outcome is Outcome.INSUFFICIENT:
+            log.info("flag %s: insufficient stock %s", flag, decision.shortfalls)
+        self.faults.fire("delay_after_commit")
+        return DeductionResult(decision.outcome, decision.shortfalls, hold, watch)
 
     def take_flag(self, flag: str) -> bool:
         """Step 1, the Redis pre-filter: whoever deletes the flag owns the operation."""
@@ -99,27 +144,87 @@ class StockDeduction:
             # `duplicate` and the caller's polling decides.
             log.warning("could not restore flag %s in redis", flag)
 
-    def deduct_under_lock(
-        self, flag: str, lines: dict[str, int], watch: Stopwatch
-    ) -> DeductionResult:
-        """Step 3: lock, read-check-write every line, insert the flows, commit, release."""
-        names = lock_names(lines, self.lock_scope)
-        log.debug("flag %s: waiting for %s", flag, names)
-        with self.locks.hold(names, self.lock_timeout) as lease:
-            watch.lap("lock")
-            log.debug("flag %s: holding %s, tokens %s", flag, lease.details, lease.tokens)
-            try:
-                shortfalls = self.store.deduct(flag, lines, lease)
-            except IntegrityError:
-                # The unique (flag, goods id) constraint: another attempt got here first.
-                return DeductionResult(Outcome.DUPLICATE, timings=watch)
-            finally:
-                watch.lap("deduct")
-        watch.lap("release")
-        if shortfalls:
-            log.info("flag %s: insufficient stock %s", flag, shortfalls)
-            return DeductionResult(Outcome.INSUFFICIENT, shortfalls=shortfalls, timings=watch)
-        log.info("flag %s deducted %s under %s", flag, lines, lease.details or self.locks.name)
-        return DeductionResult(
-            Outcome.DEDUCTED, lock_nodes=lease.details, tokens=lease.tokens, timings=watch
+    def run_batch(
+        self,
+        _key: Hashable,
+        requests: Sequence[Request],
+        timeout: float,
+        detach: Callable[[], None] = lambda: None,
+    ) -> list[tuple[Decision, Hold] | BaseException]:
+        """One lock claim for every request of the batch, on the names they need together.
+
+        Usually every name is held within the patience, and one hold serves the whole batch.
+        If not (a name held by a stalled or dead holder elsewhere), the requests whose names
+        are all held are served at once, the names only they needed are released, the lane is
+        handed on so this process's next batch can start, and the rest of the batch keeps
+        waiting, on its own, until its timeout: one slow lock never stalls other goods."""
+        started = time.perf_counter()
+        now = time.monotonic()
+        deadline = now + timeout
+        needs = [frozenset(lock_names(r.lines, self.lock_scope)) for r in requests]
+        results: list[tuple[Decision, Hold] | BaseException | None] = [None] * len(requests)
+        with self.locks.claim(frozenset().union(*needs)) as claim:
+            held = claim.wait(min(deadline, now + self.patience))
+            ready = [i for i, need in enumerate(needs) if need <= held]
+            rest = [i for i, need in enumerate(needs) if not need <= held]
+            if ready:
+                self._serve(claim, requests, needs, ready, results, started)
+            if rest:
+                claim.release(held - frozenset().union(*(needs[i] for i in rest)))
+                detach()
+                log.info(
+                    "batch split after %.0f ms: %d served, %d wait for %s",
+                    self.patience * 1000,
+                    len(ready),
+                    len(rest),
+                    sorted(frozenset().union(*(needs[i] for i in rest)) - held),
+                )
+                try:
+                    held = claim.wait(deadline)
+                    ready = [i for i in rest if needs[i] <= held]
+                    if ready:
+                        self._serve(claim, requests, needs, ready, results, time.perf_counter())
+                except BaseException as exc:  # the rest's failure, not the served part's
+                    for i in rest:
+                        results[i] = exc
+                for i in rest:
+                    if results[i] is None:
+                        missing = sorted(needs[i] - held)
+                        results[i] = LockTimeout(
+                            f"lock {missing[0]!r} not acquired within {timeout:.1f}s"
+                        )
+        return [r for r in results if r is not None]
+
+    def _serve(
+        self,
+        claim: Claim,
+        requests: Sequence[Request],
+        needs: list[frozenset[str]],
+        chosen: list[int],
+        results: list[tuple[Decision, Hold] | BaseException | None],
+        started: float,
+    ) -> None:
+        """The read-check-write of the chosen requests, under the names the claim holds."""
+        names = frozenset().union(*(needs[i] for i in chosen))
+        lease = claim.lease(names)
+        locked = time.perf_counter()
+        decisions = self.store.deduct_batch([requests[i] for i in chosen], lease)
+        deducted = time.perf_counter()
+        hold = Hold(
+            size=len(chosen),
+            tokens=dict(lease.tokens),
+            nodes=dict(lease.details),
+            started=started,
+            stages_ms={"lock": (locked - started) * 1000, "deduct": (deducted - locked) * 1000},
+        )
+        for i, decision in zip(chosen, decisions, strict=True):
+            results[i] = (decision, hold)
+        outcomes = Counter(d.outcome.value for d in decisions)
+        log.info(
+            "hold of %s (tokens %s): batch of %d, %s; flags %s",
+            sorted(names),
+            sorted(set(hold.tokens.values()), key=str),
+            hold.size,
+            dict(outcomes),
+            " ".join(requests[i].flag for i in chosen),
         )

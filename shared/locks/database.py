@@ -13,14 +13,11 @@ lock that the deduction itself needs.
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 from sqlalchemy import Connection, Engine, insert, select, update
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
-from shared.locks.base import Lease, LockBackend, LockTimeout, LockUnavailable
+from shared.locks.base import LockBackend, LockUnavailable, SequentialClaim
 from shared.locks.tables import lock_rows
 
 log = logging.getLogger(__name__)
@@ -52,47 +49,21 @@ class DatabaseLocks(LockBackend):
             pass  # another process created it first
         self._known.add(name)
 
-    @contextmanager
-    def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
-        started = time.monotonic()
+    def new_claim(self, names: list[str]) -> DatabaseClaim:
         try:
-            for name in sorted(set(names)):
+            for name in names:
                 self._ensure_row(name)
             conn = self.engine.connect()
+            conn.begin()
         except OperationalError as exc:
             raise LockUnavailable("database", type(exc.orig).__name__) from exc
-        lease = Lease(still_held=lambda: not conn.invalidated and not conn.closed)
-        try:
-            with conn.begin():
-                self._set_wait_limit(conn, timeout)
-                for name in sorted(set(names)):
-                    try:
-                        conn.execute(
-                            update(lock_rows)
-                            .where(lock_rows.c.name == name)
-                            .values(token=lock_rows.c.token + 1)
-                        )
-                    except DBAPIError as exc:
-                        if _is_lock_wait_timeout(exc):
-                            waited = time.monotonic() - started
-                            raise LockTimeout(
-                                f"lock {name!r} not acquired within {waited:.1f}s"
-                            ) from exc
-                        raise LockUnavailable("database", type(exc.orig).__name__) from exc
-                    lease.tokens[name] = int(
-                        conn.execute(
-                            select(lock_rows.c.token).where(lock_rows.c.name == name)
-                        ).scalar_one()
-                    )
-                    lease.details[name] = f"lock_rows[{name}]"
-                yield lease
-                # leaving the block commits: that is the release
-        finally:
-            conn.close()
+        return DatabaseClaim(self, conn, names)
 
-    def _set_wait_limit(self, conn: Connection, timeout: float) -> None:
+    def set_wait_limit(self, conn: Connection, timeout: float) -> None:
+        # PostgreSQL reads 0 as "wait forever": at least a millisecond. MySQL counts whole
+        # seconds, at least one: a shorter wait is rounded up there.
         if self.backend == "postgresql":
-            conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{int(timeout * 1000)}ms'")
+            conn.exec_driver_sql(f"SET LOCAL lock_timeout = '{max(1, int(timeout * 1000))}ms'")
         else:
             conn.exec_driver_sql(f"SET SESSION innodb_lock_wait_timeout = {max(1, round(timeout))}")
 
@@ -108,3 +79,55 @@ class DatabaseLocks(LockBackend):
 def _is_lock_wait_timeout(exc: DBAPIError) -> bool:
     text = str(exc.orig).lower()
     return "lock timeout" in text or "lock wait timeout" in text
+
+
+class DatabaseClaim(SequentialClaim):
+    """The names' rows locked one by one in the claim's transaction, in sorted order. A row
+    lock lasts until the transaction ends, so `release` of some names keeps them until the
+    claim ends (the database has no way to unlock one row early). Each take runs in a
+    savepoint, so a wait that times out leaves the rows taken before it locked."""
+
+    def __init__(self, locks: DatabaseLocks, conn: Connection, names: list[str]) -> None:
+        super().__init__(names)
+        self.locks = locks
+        self.conn = conn
+
+    def take(self, name: str, timeout: float) -> tuple[int | None, str] | None:
+        savepoint = self.conn.begin_nested()
+        try:
+            self.locks.set_wait_limit(self.conn, timeout)
+            self.conn.execute(
+                update(lock_rows)
+                .where(lock_rows.c.name == name)
+                .values(token=lock_rows.c.token + 1)
+            )
+            token = self.conn.execute(
+                select(lock_rows.c.token).where(lock_rows.c.name == name)
+            ).scalar_one()
+            savepoint.commit()
+        except DBAPIError as exc:
+            if savepoint.is_active:
+                savepoint.rollback()
+            if _is_lock_wait_timeout(exc):
+                return None
+            raise LockUnavailable("database", type(exc.orig).__name__) from exc
+        return int(token), f"lock_rows[{name}]"
+
+    def give_back(self, name: str) -> None:
+        pass  # the row stays locked until the claim's transaction ends
+
+    def still_held(self) -> bool:
+        return not self.conn.invalidated and not self.conn.closed
+
+    def release_all(self) -> None:
+        super().release_all()
+        try:
+            transaction = self.conn.get_transaction()
+            if transaction is not None:
+                transaction.commit()  # the release of every row
+        except DBAPIError as exc:
+            log.warning(
+                "database lock release failed (%s); the rows unlock with the connection", exc
+            )
+        finally:
+            self.conn.close()

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable
 
-from shared.locks.base import Lease, LockBackend
+from shared.locks.base import Claim, Lease, LockBackend
+
+
+class NoClaim(Claim):
+    """Every name is "held" at once, by everybody: nothing excludes anything."""
+
+    def wait(self, deadline: float) -> frozenset[str]:
+        self.held = set(self.names)
+        return frozenset(self.held)
+
+    def lease(self, names: Iterable[str]) -> Lease:
+        return Lease(tokens={name: None for name in names})
+
+    def release(self, names: Iterable[str]) -> None:
+        self.held -= set(names)
 
 
 class NoLock(LockBackend):
     name = "none"
+    excludes = False
 
-    @contextmanager
-    def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
-        yield Lease(tokens={name: None for name in names})
+    def new_claim(self, names: list[str]) -> NoClaim:
+        return NoClaim(names)

@@ -16,14 +16,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
 
 import redis
 from redis.exceptions import LockError as RedisLockError
 from redis.lock import Lock
 
-from shared.locks.base import Lease, LockBackend, LockTimeout, LockUnavailable
+from shared.locks.base import LockBackend, LockUnavailable, SequentialClaim
 
 log = logging.getLogger(__name__)
 
@@ -75,34 +73,8 @@ class RedisLocks(LockBackend):
         self._watchdog: threading.Thread | None = None
         self._closed = threading.Event()
 
-    @contextmanager
-    def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
-        deadline = time.monotonic() + timeout
-        entries: list[_Held] = []
-        lease = Lease(still_held=lambda: all(e.valid() for e in entries))
-        with ExitStack() as held:
-            for name in sorted(set(names)):
-                lock = FencedLock(
-                    self.redis,
-                    f"inventory:lock:{name}",
-                    timeout=self.ttl,
-                    sleep=self.poll_interval,
-                    thread_local=False,
-                )
-                remaining = max(deadline - time.monotonic(), 0.001)
-                try:
-                    acquired = lock.acquire(blocking_timeout=remaining)
-                except redis.RedisError as exc:
-                    raise LockUnavailable("redis", type(exc).__name__) from exc
-                if not acquired:
-                    raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
-                entry = _Held(lock, self.ttl)
-                entries.append(entry)
-                self._watch(entry)
-                held.callback(self._release, entry)
-                lease.tokens[name] = lock.fence
-                lease.details[name] = lock.name
-            yield lease
+    def new_claim(self, names: list[str]) -> RedisClaim:
+        return RedisClaim(self, names)
 
     def _watch(self, entry: _Held) -> None:
         with self._guard:
@@ -151,3 +123,37 @@ class RedisLocks(LockBackend):
 
     def close(self) -> None:
         self._closed.set()
+
+
+class RedisClaim(SequentialClaim):
+    def __init__(self, locks: RedisLocks, names: list[str]) -> None:
+        super().__init__(names)
+        self.locks = locks
+        self.entries: dict[str, _Held] = {}
+
+    def take(self, name: str, timeout: float) -> tuple[int | None, str] | None:
+        lock = FencedLock(
+            self.locks.redis,
+            f"inventory:lock:{name}",
+            timeout=self.locks.ttl,
+            sleep=self.locks.poll_interval,
+            thread_local=False,
+        )
+        try:
+            acquired = lock.acquire(blocking_timeout=timeout)
+        except redis.RedisError as exc:
+            raise LockUnavailable("redis", type(exc).__name__) from exc
+        if not acquired:
+            return None
+        entry = _Held(lock, self.locks.ttl)
+        self.entries[name] = entry
+        self.locks._watch(entry)
+        return lock.fence, str(lock.name)
+
+    def give_back(self, name: str) -> None:
+        entry = self.entries.pop(name, None)
+        if entry is not None:
+            self.locks._release(entry)
+
+    def still_held(self) -> bool:
+        return all(entry.valid() for entry in self.entries.values())

@@ -1,30 +1,57 @@
-"""ZooKeeper locks through kazoo's Lock recipe: each waiter creates an ephemeral sequential node
-and watches only its predecessor (the article's "high-efficiency" lock, no herd effect).
+"""ZooKeeper locks: the ephemeral-sequential recipe (each waiter watches only its predecessor, the
+article's "high-efficiency" lock, no herd effect), for several names at once.
 
-The fencing token of a held name is the czxid of the holder's node: ZooKeeper assigns zxids in
-one total order, so a later holder always has a larger token, whatever the lock path.
+Why not kazoo's Lock recipe: it queues on one path per instance, so holding n names costs n
+whole lock cycles one after another (create, getChildren, delete each), and its acquire cannot
+share a ZooKeeper transaction with anything. Combining (stock_service/deduction.py) holds the
+names of a whole batch of deductions at once. Here a claim on n names is enqueued in one `multi`
+transaction (one node per name, all created atomically), their queues are read with pipelined
+getChildren, and they are released with one `multi` delete: two write transactions per hold,
+whatever n is. The node names follow kazoo's convention (`<uuid>__lock__<sequence>`), so
+kazoo's Lock and its `contenders()` see these nodes as contenders, and the other way round.
 
-The client's connection state is watched: once it has been SUSPENDED or LOST since a lease was
-granted, the lease reports itself no longer held, and the holder aborts before commit.
+Deadlock: a claim enqueues on all its names in one transaction, so ZooKeeper's zxid order puts
+any two claims in the same order in every queue they share. A claim only ever waits for
+claims enqueued before it, so waiting can never go round in a circle.
+
+Fencing token: the czxid of the holder's node. zxids are one total order, so a later holder of
+a name always has a larger token. A single-name claim reads it from its create reply (create2);
+a multi-name claim asks once (kazoo's multi does not return create2 stats), in the same
+pipelined round as its first getChildren.
+
+The client's connection state is watched: once it has been SUSPENDED or LOST since a claim
+began, its leases report themselves no longer held, and the holder aborts before commit.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+import uuid
+from collections.abc import Iterable
 
 from kazoo.client import KazooClient, KazooState
-from kazoo.exceptions import KazooException
-from kazoo.exceptions import LockTimeout as KazooLockTimeout
+from kazoo.exceptions import (
+    ConnectionLoss,
+    KazooException,
+    NoNodeError,
+    OperationTimeoutError,
+    RolledBackError,
+    SessionExpiredError,
+)
 from kazoo.handlers.threading import KazooTimeoutError
-from kazoo.recipe.lock import Lock
 
-from shared.locks.base import Lease, LockBackend, LockTimeout, LockUnavailable
+from shared.locks.base import Claim, Lease, LockBackend, LockUnavailable
+from shared.locks.kazoo_handler import PollingHandler
 
 log = logging.getLogger(__name__)
+
+NODE_MARK = "__lock__"
+SEQUENCE = re.compile(r"__lock__(\d{10})$")
+# Lost on the wire, not on the server: wait for the connection to come back and try again.
+TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
 
 
 class ZooKeeperLocks(LockBackend):
@@ -36,23 +63,18 @@ class ZooKeeperLocks(LockBackend):
         self.hosts = hosts
         self.root = root.rstrip("/")
         self.connect_timeout = connect_timeout
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout)
+        self._client = KazooClient(hosts=hosts, timeout=session_timeout, handler=PollingHandler())
         self._client.add_listener(self._on_state)
         self._started = False
         self._start_guard = threading.Lock()
-        # Bumped on every SUSPENDED/LOST; a lease granted before a bump is no longer trusted.
-        self._interruptions = 0
-        # Set while CONNECTED: a deduction that arrives during a reconnection (a leader
-        # election, say) waits for it within its lock timeout instead of failing at once.
-        self._connected = threading.Event()
-        # Per name: a local mutex and one kazoo Lock. Threads of one process queue on the
-        # mutex first, so a process keeps at most one waiter in ZooKeeper's queue per name
-        # (fewer nodes, watches and wake-ups there; measured, hot goods 156 -> 208/s). Holding
-        # the mutex also makes the one kazoo Lock safe to share (kazoo's own guard covers only
-        # the acquire call, not the holding), and the long-lived instance remembers that its
-        # parent path exists, which saves that round trip on every acquisition.
-        self._names: dict[str, tuple[threading.Lock, Lock]] = {}
-        self._names_guard = threading.Lock()
+        # Bumped on every SUSPENDED/LOST; a lease of a claim begun before a bump is not trusted.
+        self.interruptions = 0
+        # Set while CONNECTED: a claim made during a reconnection (a leader election, say)
+        # waits for it within its deadline instead of failing at once.
+        self.connected = threading.Event()
+        self._state_waiters: set[threading.Event] = set()
+        self._guard = threading.Lock()
+        self._parents: set[str] = set()  # lock paths known to exist (never deleted)
 
     @property
     def client(self) -> KazooClient:
@@ -61,11 +83,15 @@ class ZooKeeperLocks(LockBackend):
 
     def _on_state(self, state: str) -> None:
         if state == KazooState.CONNECTED:
-            self._connected.set()
+            self.connected.set()
         else:
-            self._connected.clear()
-            self._interruptions += 1
+            self.connected.clear()
+            self.interruptions += 1
             log.warning("zookeeper connection %s: leases granted before now are not trusted", state)
+        with self._guard:
+            waiters = list(self._state_waiters)
+        for event in waiters:
+            event.set()
 
     def _ensure_started(self) -> None:
         if self._started:
@@ -80,69 +106,33 @@ class ZooKeeperLocks(LockBackend):
                 raise LockUnavailable("zookeeper", f"no connection to {self.hosts}") from exc
             self._started = True
             if self._client.state == KazooState.CONNECTED:
-                self._connected.set()
+                self.connected.set()
 
-    def _for(self, name: str) -> tuple[threading.Lock, Lock]:
-        pair = self._names.get(name)
-        if pair is None:
-            with self._names_guard:
-                pair = self._names.get(name)
-                if pair is None:
-                    pair = (threading.Lock(), self.client.Lock(f"{self.root}/{name}"))
-                    self._names[name] = pair
-        return pair
+    def path(self, name: str) -> str:
+        return f"{self.root}/{name}"
 
-    @contextmanager
-    def hold(self, names: list[str], timeout: float) -> Iterator[Lease]:
+    def ensure_parents(self, names: Iterable[str]) -> None:
+        for name in names:
+            path = self.path(name)
+            if path not in self._parents:
+                self.client.ensure_path(path)
+                with self._guard:
+                    self._parents.add(path)
+
+    def forget_parents(self, names: Iterable[str]) -> None:
+        with self._guard:
+            self._parents -= {self.path(name) for name in names}
+
+    def watch_state(self, event: threading.Event, on: bool) -> None:
+        with self._guard:
+            if on:
+                self._state_waiters.add(event)
+            else:
+                self._state_waiters.discard(event)
+
+    def new_claim(self, names: list[str]) -> ZooKeeperClaim:
         self._ensure_started()
-        deadline = time.monotonic() + timeout
-        if not self._connected.wait(timeout):
-            raise LockUnavailable("zookeeper", f"connection {self._client.state.lower()}")
-        interruptions_at_start = self._interruptions
-        lease = Lease(still_held=lambda: self._still_connected(interruptions_at_start))
-        with ExitStack() as held:
-            for name in sorted(set(names)):
-                local, lock = self._for(name)
-                if not local.acquire(timeout=max(deadline - time.monotonic(), 0.001)):
-                    raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
-                held.callback(local.release)
-                remaining = max(deadline - time.monotonic(), 0.001)
-                try:
-                    acquired = lock.acquire(timeout=remaining)
-                except (KazooTimeoutError, KazooLockTimeout):
-                    acquired = False
-                except KazooException as exc:
-                    raise LockUnavailable("zookeeper", type(exc).__name__) from exc
-                if not acquired:
-                    raise LockTimeout(f"lock {name!r} not acquired within {timeout:.1f}s")
-                held.callback(self._release, lock)
-                node_path = f"{lock.path}/{lock.node}"
-                lease.details[name] = node_path
-                lease.tokens[name] = self._czxid(node_path)
-            yield lease
-
-    def _czxid(self, node_path: str) -> int:
-        try:
-            stat = self._client.exists(node_path)
-        except KazooException as exc:
-            raise LockUnavailable("zookeeper", type(exc).__name__) from exc
-        if stat is None:  # our own node is gone: the session expired while we acquired
-            raise LockUnavailable("zookeeper", "lock node vanished")
-        return int(stat.czxid)
-
-    def _still_connected(self, interruptions_at_start: int) -> bool:
-        return (
-            self._interruptions == interruptions_at_start
-            and self._client.state == KazooState.CONNECTED
-        )
-
-    @staticmethod
-    def _release(lock: Lock) -> None:
-        try:
-            lock.release()
-        except KazooException:
-            # The ephemeral node goes with the session if the release itself cannot be sent.
-            log.warning("zookeeper lock release failed; the node expires with the session")
+        return ZooKeeperClaim(self, names)
 
     def healthy(self) -> bool:
         try:
@@ -156,3 +146,208 @@ class ZooKeeperLocks(LockBackend):
             self._client.stop()
             self._client.close()
             self._started = False
+
+
+class ZooKeeperClaim(Claim):
+    def __init__(self, locks: ZooKeeperLocks, names: list[str]) -> None:
+        super().__init__(names)
+        self.locks = locks
+        self.client = locks.client
+        # Props to kazoo (and Curator before it): a create can succeed on the server while
+        # its reply is lost; the unique prefix lets us find our node on retry.
+        self.prefix = uuid.uuid4().hex + NODE_MARK
+        self.nodes: dict[str, str] = {}  # name -> our node's full path
+        self.tokens: dict[str, int | None] = {}
+        self.released: set[str] = set()
+        self.create_tried = False
+        self.interruptions_at = locks.interruptions
+        self.woken = threading.Event()
+
+    # --- waiting ---------------------------------------------------------------------------
+
+    def wait(self, deadline: float) -> frozenset[str]:
+        while True:
+            if not self._connected_by(deadline):
+                if self.held:
+                    return frozenset(self.held)
+                raise LockUnavailable("zookeeper", f"connection {self.client.state.lower()}")
+            try:
+                if not self.nodes and not self.held:
+                    self._enqueue()
+                blocked = self._check()
+                if not blocked:
+                    return frozenset(self.held)
+                if time.monotonic() >= deadline:
+                    return frozenset(self.held)
+                self._wait_for(blocked, deadline)
+            except TRANSIENT:
+                continue  # the loop waits for the connection, then checks again
+            except SessionExpiredError as exc:
+                raise LockUnavailable(
+                    "zookeeper", "session expired; the lock nodes are gone"
+                ) from exc
+            except KazooException as exc:
+                raise LockUnavailable("zookeeper", type(exc).__name__) from exc
+
+    def _connected_by(self, deadline: float) -> bool:
+        return self.locks.connected.wait(max(deadline - time.monotonic(), 0.0))
+
+    def _wanted(self) -> list[str]:
+        return [n for n in self.names if n not in self.released]
+
+    def _enqueue(self) -> None:
+        names = self._wanted()
+        self.locks.ensure_parents(names)
+        found = self._find_nodes(names) if self.create_tried else {}
+        self.create_tried = True
+        if found:
+            self.nodes = found
+            return
+        if len(names) == 1:
+            created, stat = self.client.create(
+                f"{self.locks.path(names[0])}/{self.prefix}",
+                b"",
+                ephemeral=True,
+                sequence=True,
+                include_data=True,
+            )
+            self.nodes = {names[0]: created}
+            self.tokens[names[0]] = int(stat.czxid)
+            return
+        transaction = self.client.transaction()
+        for name in names:
+            transaction.create(
+                f"{self.locks.path(name)}/{self.prefix}", b"", ephemeral=True, sequence=True
+            )
+        results = transaction.commit()
+        # A failed multi applies nothing and reports RolledBackError for every other op.
+        failures = [
+            r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)
+        ]
+        if failures:
+            if isinstance(failures[0], NoNodeError):
+                self.locks.forget_parents(names)  # someone removed a lock path: make it again
+            self.create_tried = False  # nothing was created
+            raise failures[0]
+        self.nodes = dict(zip(names, results, strict=True))
+
+    def _find_nodes(self, names: list[str]) -> dict[str, str]:
+        """After a create whose reply was lost: our nodes, if the create was applied."""
+        found = {}
+        for name in names:
+            for child in self.client.get_children(self.locks.path(name)):
+                if child.startswith(self.prefix):
+                    found[name] = f"{self.locks.path(name)}/{child}"
+        return found
+
+    def _check(self) -> dict[str, str]:
+        """One pipelined round: the queue of every name not yet held. Names where our node is
+        first become held; returns the predecessor we wait behind, per blocked name."""
+        pending = [n for n in self._wanted() if n not in self.held]
+        replies = {n: self.client.get_children_async(self.locks.path(n)) for n in pending}
+        missing_token = [n for n in pending if self.tokens.get(n) is None]
+        stat_reply = (
+            self.client.exists_async(self.nodes[missing_token[0]]) if missing_token else None
+        )
+        blocked = {}
+        for name, reply in replies.items():
+            predecessor = _predecessor(reply.get(), self.nodes[name].rsplit("/", 1)[1])
+            if predecessor is None:
+                self.held.add(name)
+            else:
+                blocked[name] = f"{self.locks.path(name)}/{predecessor}"
+        if stat_reply is not None:
+            stat = stat_reply.get()
+            if stat is None:
+                raise SessionExpiredError()
+            # Every node of one multi was created in one transaction: one czxid for all.
+            for name in missing_token:
+                self.tokens[name] = int(stat.czxid)
+        return blocked
+
+    def _wait_for(self, blocked: dict[str, str], deadline: float) -> None:
+        """Until the first blocked name's predecessor goes, the connection changes, or the
+        deadline: then the caller checks every queue again."""
+        self.woken.clear()
+        self.locks.watch_state(self.woken, on=True)
+        try:
+            predecessor = next(iter(blocked.values()))
+            try:
+                self.client.get(predecessor, watch=lambda _event: self.woken.set())
+            except NoNodeError:
+                return  # gone already
+            self.woken.wait(max(deadline - time.monotonic(), 0.0))
+        finally:
+            self.locks.watch_state(self.woken, on=False)
+
+    # --- holding and releasing -------------------------------------------------------------
+
+    def lease(self, names: Iterable[str]) -> Lease:
+        chosen = sorted(names)
+        interruptions_at = self.interruptions_at
+        return Lease(
+            tokens={n: self.tokens[n] for n in chosen},
+            still_held=lambda: (
+                self.locks.interruptions == interruptions_at
+                and self.client.state == KazooState.CONNECTED
+            ),
+            details={n: self.nodes[n] for n in chosen},
+        )
+
+    def release(self, names: Iterable[str]) -> None:
+        paths = []
+        for name in sorted(set(names)):
+            if name in self.released:
+                continue
+            self.released.add(name)
+            self.held.discard(name)
+            if name in self.nodes:
+                paths.append(self.nodes.pop(name))
+        if paths:
+            self._delete(paths)
+
+    def _delete(self, paths: list[str]) -> None:
+        """One transaction for all; on any failure (a node gone with an expired session, the
+        connection lost), one by one, waiting for the connection a little: a node left
+        behind by a live session would block its queue until the process ends."""
+        try:
+            if len(paths) > 1:
+                transaction = self.client.transaction()
+                for path in paths:
+                    transaction.delete(path)
+                if not any(isinstance(r, Exception) for r in transaction.commit()):
+                    return
+            for path in paths:
+                self._delete_one(path)
+        except KazooException as exc:
+            log.warning("zookeeper lock release failed (%s); the nodes go with the session", exc)
+
+    def _delete_one(self, path: str) -> None:
+        for _attempt in range(3):
+            try:
+                self.client.delete(path)
+                return
+            except NoNodeError:
+                return
+            except TRANSIENT:
+                self.locks.connected.wait(self.locks.connect_timeout)
+        log.warning("zookeeper lock node %s not deleted; it goes with the session", path)
+
+
+def _predecessor(children: list[str], ours: str) -> str | None:
+    """The contender just ahead of our node, or None if ours is first. Raises if our node is
+    not there (the session that created it has expired)."""
+    mine = SEQUENCE.search(ours)
+    assert mine is not None
+    ahead = []
+    found = False
+    for child in children:
+        if child == ours:
+            found = True
+            continue
+        match = SEQUENCE.search(child)
+        if match and match.group(1) < mine.group(1):
+            ahead.append((match.group(1), child))
+    if not found:
+        raise SessionExpiredError()
+    return max(ahead)[1] if ahead else None

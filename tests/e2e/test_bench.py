@@ -3,6 +3,8 @@ speed targets belong to `inventory bench`, not to timed tests on a shared machin
 
 from __future__ import annotations
 
+import json
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,20 +19,39 @@ def test_bench_smoke_measures_every_configuration(
     tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess
 ) -> None:
     env = {"ZK_HOSTS": zk_server.address, "REDIS_URL": f"redis://{redis_server.address}/0"}
+    folders_before = set(Path(tempfile.gettempdir()).glob("inventory-bench-*"))
     report = run_bench(BenchConfig.smoke(), env, say=lambda *_: None)
-    names = [m.name for m in report.limits + report.reduce + report.gen_order]
-    assert names[:3] == ["kazoo lock cycle", "redis-py lock cycle", "hot-row update+commit"]
-    assert "reduceStock zookeeper/sku 1 goods" in names
-    assert "reduceStock zookeeper/global 100 goods" in names
-    assert "reduceStock none/sku 100 goods" in names
+    assert [m.name for m in report.limits] == [
+        "kazoo lock cycle",
+        "kazoo lock cycle (polling handler)",
+        "redis-py lock cycle",
+        "hot-row update+commit",
+    ]
+    configs = {(m.config, m.goods) for m in report.reduce}
+    for config in (
+        "zookeeper/sku combining",
+        "zookeeper/sku one at a time",
+        "zookeeper/global combining",
+        "zookeeper/global one at a time",
+        "none",
+    ):
+        assert {(config, 1), (config, 5)} <= configs
     assert all(m.per_second > 0 for m in report.limits + report.reduce + report.gen_order)
     assert all(m.errors == 0 for m in report.reduce + report.gen_order)
-    assert {"lock", "deduct", "release"} <= set(
-        report.find("reduceStock zookeeper/sku 1 goods").stages_ms
-    )  # type: ignore[union-attr]
-    assert set(report.ratios()) == {
+    hot = report.reduce_of("zookeeper/sku combining", 1)
+    assert hot is not None and hot.batch_mean is not None and hot.batch_mean >= 1
+    assert {"prefilter", "queue", "lock", "deduct"} <= set(hot.stages_ms)
+    one_at_a_time = report.reduce_of("zookeeper/sku one at a time", 1)
+    assert one_at_a_time is not None and one_at_a_time.batch_p99 == 1
+    assert {t.name for t in report.targets()} == {
+        "zookeeper hot goods / no lock",
         "zookeeper hot goods / raw kazoo lock cycle",
-        "zookeeper: 100 goods sku / global",
+        "zookeeper 5 goods / no lock",
+        "zookeeper hot goods p99: combining / one at a time",
     }
     data, chart = write_report(report, tmp_path)
-    assert '"ratios"' in data.read_text() and chart.read_bytes()[:4] == b"\x89PNG"
+    written = json.loads(data.read_text())
+    assert set(written["ratios"]) >= {t.name for t in report.targets()}
+    assert chart.read_bytes()[:4] == b"\x89PNG"
+    # Everything it started is stopped, and its folder is gone.
+    assert set(Path(tempfile.gettempdir()).glob("inventory-bench-*")) == folders_before

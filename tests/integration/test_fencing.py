@@ -1,62 +1,191 @@
-"""Fencing tokens on the stock rows: a stale lock holder's write is refused by the database."""
+"""Fencing tokens on the stock rows, on SQLite, PostgreSQL and MySQL: a stale lock holder's write
+is refused by the database, with one commit per lock hold.
+
+The interleavings are played for real: a holder is paused at the store's own pause point (after
+its read, before its write: where the stale-holder demo stops a worker) while another holder
+runs a whole deduction on the same database.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
+import sqlalchemy as sa
 
 from shared.db import make_engine
 from shared.locks import Lease, LockLost
+from stock_service.batch import Outcome, Request
+from stock_service.faults import Faults
 from stock_service.store import StockStore
+from stock_service.tables import stock_flow
 from tests.conftest import unique
 
 
+class PauseAt(Faults):
+    """At the first firing of `point`, runs `meanwhile` (another holder's whole deduction)
+    before the paused holder carries on."""
+
+    def __init__(self, point: str, meanwhile: Callable[[], object]) -> None:
+        super().__init__(None)
+        self.point = point
+        self.meanwhile: Callable[[], object] | None = meanwhile
+
+    def fire(self, point: str) -> None:
+        if point == self.point and self.meanwhile is not None:
+            action, self.meanwhile = self.meanwhile, None
+            action()
+
+
 @pytest.fixture
-def store(database_url: str) -> StockStore:
-    return StockStore(make_engine(database_url), fencing=True)
+def engine(database_url: str) -> sa.Engine:
+    return make_engine(database_url)
 
 
-def seeded(store: StockStore, num: int) -> str:
+@pytest.fixture
+def store(engine: sa.Engine) -> StockStore:
+    return StockStore(engine, fencing=True)
+
+
+def seeded(store: StockStore, num: int, token: int = 1) -> str:
     goods = unique()
-    store.set_level(goods, num, Lease(tokens={goods: 1}))
+    store.set_level(goods, num, Lease(tokens={goods: token}))
     return goods
 
 
-def test_a_holder_with_an_older_token_writes_nothing(store: StockStore) -> None:
+def flows_of(engine: sa.Engine, goods: str) -> list[tuple[str, int, int]]:
+    with engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(stock_flow.c.flag, stock_flow.c.num, stock_flow.c.fence).where(
+                stock_flow.c.goods_id == goods
+            )
+        )
+        return sorted((r.flag, r.num, r.fence) for r in rows)
+
+
+def test_a_holder_whose_token_is_older_than_the_rows_writes_nothing(store: StockStore) -> None:
     goods = seeded(store, 5)
     assert store.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 200})) == []
-    with pytest.raises(LockLost):
-        store.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 100}))
-    assert store.level(goods)["num"] == 4
-
-
-def test_a_stale_holder_that_read_before_the_new_holder_acquired_is_refused(
-    store: StockStore,
-) -> None:
-    goods = seeded(store, 1)
-    # Holder A registers token 100 and reads the level (1) ... then pauses past its session.
-    level_seen_by_a = store._register_and_read([goods], {goods: 100})[goods].num
-    assert level_seen_by_a == 1
-    # Holder B acquires (token 200) and sells the last unit.
-    assert store.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 200})) == []
-    # A resumes and writes what it computed: refused, because the row carries B's token.
-    with pytest.raises(LockLost), store.engine.begin() as conn:
-        StockStore._write_level(conn, goods, level_seen_by_a - 1, token=100)
-    assert store.level(goods)["num"] == 0
-
-
-def test_a_lease_lost_before_commit_rolls_the_deduction_back(store: StockStore) -> None:
-    goods = seeded(store, 5)
     flag = unique("flag")
-    lost = Lease(tokens={goods: 300}, still_held=lambda: False)
-    with pytest.raises(LockLost):
-        store.deduct(flag, {goods: 2}, lost)
-    assert store.level(goods)["num"] == 5
+    with pytest.raises(LockLost, match="newer lock holder"):
+        store.deduct(flag, {goods: 1}, Lease(tokens={goods: 100}))
+    assert store.level(goods)["num"] == 4
     assert store.flows(flag) == []
 
 
-def test_without_fencing_a_stale_token_still_writes(database_url: str) -> None:
-    unfenced = StockStore(make_engine(database_url), fencing=False)
-    goods = seeded(unfenced, 5)
-    unfenced.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 200}))
-    assert unfenced.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 100})) == []
-    assert unfenced.level(goods)["num"] == 3
+def test_a_stale_holder_that_read_before_the_new_holder_wrote_is_refused(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    goods = seeded(store, 1)
+    flag_a, flag_b = unique("flag"), unique("flag")
+    # Holder A (token 100) reads the last unit, then pauses past its session; meanwhile
+    # holder B (token 200) acquires and sells that unit.
+    paused_a = StockStore(
+        engine,
+        fencing=True,
+        faults=PauseAt(
+            "stop_after_read",
+            lambda: store.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})),
+        ),
+    )
+    # A resumes and writes what it computed from its old read: refused, nothing written.
+    with pytest.raises(LockLost, match="newer lock holder"):
+        paused_a.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100}))
+    assert store.level(goods)["num"] == 0
+    assert flows_of(engine, goods) == [(flag_b, 1, 200)]
+
+
+def test_a_stale_write_that_lands_first_makes_the_new_holder_read_again(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    goods = seeded(store, 5)
+    flag_a, flag_b = unique("flag"), unique("flag")
+    # B (token 200) reads 5 and pauses; the stale A (token 100), which read before B
+    # acquired, writes first: 5 - 3 = 2 is a correct serial step, and it lands.
+    paused_b = StockStore(
+        engine,
+        fencing=True,
+        faults=PauseAt(
+            "stop_after_read",
+            lambda: store.deduct(flag_a, {goods: 3}, Lease(tokens={goods: 100})),
+        ),
+    )
+    # B's compare-and-set finds a row it did not read: it reads again (2 left) and its
+    # request for 3 no longer fits. Without the compare-and-set B would write 5 - 3 = 2 over
+    # A's sale and six units would be sold from five.
+    shortfalls = paused_b.deduct(flag_b, {goods: 3}, Lease(tokens={goods: 200}))
+    assert shortfalls and shortfalls[0].available == 2
+    assert store.level(goods)["num"] == 2
+    assert flows_of(engine, goods) == [(flag_a, 3, 100)]
+
+
+def test_after_reading_again_the_new_holder_moves_the_fence_forward(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    goods = seeded(store, 5)
+    flag_a, flag_b = unique("flag"), unique("flag")
+    paused_b = StockStore(
+        engine,
+        fencing=True,
+        faults=PauseAt(
+            "stop_after_read",
+            lambda: store.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100})),
+        ),
+    )
+    assert paused_b.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})) == []
+    row = store.level(goods)
+    assert (row["num"], row["fence"]) == (3, 200)
+    # The fence of each flow, in commit order, never goes backwards.
+    assert flows_of(engine, goods) == sorted([(flag_a, 1, 100), (flag_b, 1, 200)])
+
+
+def test_a_lease_lost_before_commit_rolls_the_whole_batch_back(store: StockStore) -> None:
+    a, b = seeded(store, 5), seeded(store, 5)
+    requests = [Request(unique("flag"), {a: 1}), Request(unique("flag"), {a: 1, b: 2})]
+    lost = Lease(tokens={a: 300, b: 300}, still_held=lambda: False)
+    with pytest.raises(LockLost):
+        store.deduct_batch(requests, lost)
+    assert (store.level(a)["num"], store.level(b)["num"]) == (5, 5)
+    assert all(store.flows(r.flag) == [] for r in requests)
+
+
+def test_a_batch_is_decided_in_order_with_one_token(store: StockStore) -> None:
+    goods = seeded(store, 4)
+    flags = [unique("flag") for _ in range(4)]
+    decisions = store.deduct_batch(
+        [
+            Request(flags[0], {goods: 3}),
+            Request(flags[1], {goods: 2}),  # does not fit after the first
+            Request(flags[0], {goods: 1}),  # the first one's flag again
+            Request(flags[3], {goods: 1}),
+        ],
+        Lease(tokens={goods: 500}),
+    )
+    assert [d.outcome for d in decisions] == [
+        Outcome.DEDUCTED,
+        Outcome.INSUFFICIENT,
+        Outcome.DUPLICATE,
+        Outcome.DEDUCTED,
+    ]
+    assert decisions[1].shortfalls[0].available == 1
+    row = store.level(goods)
+    assert (row["num"], row["fence"]) == (0, 500)
+    assert [f["num"] for f in store.flows(flags[0])] == [3]
+
+
+def test_without_fencing_a_stale_write_still_lands(engine: sa.Engine) -> None:
+    unfenced = StockStore(engine, fencing=False)
+    goods = seeded(unfenced, 1)
+    flag_a, flag_b = unique("flag"), unique("flag")
+    paused_a = StockStore(
+        engine,
+        fencing=False,
+        faults=PauseAt(
+            "stop_after_read",
+            lambda: unfenced.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})),
+        ),
+    )
+    # The oversell fencing prevents: A writes 1 - 1 = 0 over B's sale of the same unit.
+    assert paused_a.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100})) == []
+    assert unfenced.level(goods)["num"] == 0
+    assert len(flows_of(engine, goods)) == 2

@@ -177,3 +177,23 @@ def test_zookeeper_excludes_holders_in_different_clients(zk_server: ServerProces
         for backend in backends:
             backend.close()
     assert most == 1
+
+
+def test_zookeeper_token_is_the_czxid_of_the_holders_node(zk_server: ServerProcess) -> None:
+    """The token comes from the create reply's stat; another client reading the node agrees."""
+    from kazoo.client import KazooClient
+
+    locks = ZooKeeperLocks(zk_server.address, f"/test-locks/{unique('root')}")
+    observer = KazooClient(hosts=zk_server.address)
+    observer.start(timeout=10)
+    try:
+        name = unique("lock")
+        for _ in range(2):
+            with locks.hold([name], timeout=5) as lease:
+                stat = observer.exists(lease.details[name])
+                assert stat is not None
+                assert lease.tokens[name] == stat.czxid
+    finally:
+        observer.stop()
+        observer.close()
+        locks.close()

@@ -1,0 +1,254 @@
+"""What `inventory bench` measured, the ratios it is judged by, and how it is shown: a table on
+the terminal, bench.json and bench.png."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+NO_LOCK = "none"
+COMBINING = 32  # DEDUCT_BATCH_MAX of the combining configurations (the service's default)
+COMBINING_SUFFIX, SINGLE_SUFFIX = " combining", " one at a time"
+
+
+def label(backend: str, scope: str, batch_max: int) -> str:
+    """A configuration's name: `zookeeper/sku combining`, `redis/sku one at a time`, `none`."""
+    if backend == NO_LOCK:
+        return NO_LOCK
+    return f"{backend}/{scope}" + (SINGLE_SUFFIX if batch_max == 1 else COMBINING_SUFFIX)
+
+
+@dataclass
+class Measure:
+    name: str
+    per_second: float  # median over the rounds
+    rounds: list[float] = field(default_factory=list)  # per-round rates
+    p50_ms: float | None = None  # over every round's latencies together
+    p99_ms: float | None = None
+    batch_mean: float | None = None  # requests per lock hold, as the answers report it
+    batch_p99: float | None = None
+    stages_ms: dict[str, float] = field(default_factory=dict)  # medians from Server-Timing
+    cpu_ms: dict[str, float] = field(default_factory=dict)  # CPU per request, by process
+    errors: int = 0
+    config: str = ""  # the stack's configuration label, for reduceStock measures
+    goods: int = 0  # goods ids the load spread over
+
+    @property
+    def cpu_ceiling(self) -> float | None:
+        """Requests per second the machine's cores allow at this CPU cost per request."""
+        total = sum(self.cpu_ms.values())
+        return (os.cpu_count() or 1) * 1000 / total if total else None
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    value: float
+    goal: float
+    moonshot: float | None = None
+    at_most: bool = False  # the value must stay at or below the goal (a latency ratio)
+
+    @property
+    def met(self) -> bool:
+        return self.value <= self.goal if self.at_most else self.value >= self.goal
+
+
+@dataclass
+class BenchReport:
+    database: str
+    concurrency: int
+    rounds: int
+    limits: list[Measure] = field(default_factory=list)
+    reduce: list[Measure] = field(default_factory=list)
+    gen_order: list[Measure] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def find(self, name: str) -> Measure | None:
+        return next((m for m in self.limits + self.reduce + self.gen_order if m.name == name), None)
+
+    def reduce_of(self, config: str, goods: int) -> Measure | None:
+        return next((m for m in self.reduce if m.config == config and m.goods == goods), None)
+
+    @property
+    def spread(self) -> int:
+        return max((m.goods for m in self.reduce), default=0)
+
+    def raw_lock_cycle(self) -> Measure | None:
+        """The faster of the two raw kazoo loops (kazoo's own handler, or this project's),
+        so the ratio against it is the stricter one."""
+        loops = [m for m in self.limits if m.name.startswith("kazoo lock cycle")]
+        return max(loops, key=lambda m: m.per_second, default=None)
+
+    def targets(self) -> list[Target]:
+        out: list[Target] = []
+        combined, single = label("zookeeper", "sku", COMBINING), label("zookeeper", "sku", 1)
+        hot, hot_single = self.reduce_of(combined, 1), self.reduce_of(single, 1)
+        hot_none = self.reduce_of(NO_LOCK, 1)
+        wide, wide_none = (
+            self.reduce_of(combined, self.spread),
+            self.reduce_of(NO_LOCK, self.spread),
+        )
+        raw = self.raw_lock_cycle()
+        if hot and hot_none and hot_none.per_second:
+            ratio = hot.per_second / hot_none.per_second
+            out.append(Target("zookeeper hot goods / no lock", ratio, 0.8, 0.95))
+        if hot and raw and raw.per_second:
+            ratio = hot.per_second / raw.per_second
+            out.append(Target("zookeeper hot goods / raw kazoo lock cycle", ratio, 1.0, 1.5))
+        if wide and wide_none and wide_none.per_second and self.spread > 1:
+            ratio = wide.per_second / wide_none.per_second
+            out.append(Target(f"zookeeper {self.spread} goods / no lock", ratio, 0.8))
+        if hot and hot_single and hot.p99_ms and hot_single.p99_ms:
+            ratio = hot.p99_ms / hot_single.p99_ms
+            name = "zookeeper hot goods p99: combining / one at a time"
+            out.append(Target(name, ratio, 1.0, at_most=True))
+        return out
+
+    def ratios(self) -> dict[str, float]:
+        """Every target's ratio, and what combining gains per backend and load."""
+        out = {t.name: round(t.value, 3) for t in self.targets()}
+        for m in self.reduce:
+            if m.config.endswith(COMBINING_SUFFIX):
+                base = m.config.removesuffix(COMBINING_SUFFIX)
+                single = self.reduce_of(base + SINGLE_SUFFIX, m.goods)
+                if single and single.per_second:
+                    name = f"{base} {m.goods} goods: combining / one at a time"
+                    out[name] = round(m.per_second / single.per_second, 3)
+        return out
+
+
+def print_report(report: BenchReport, console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(
+        "measure",
+        "per s (median)",
+        "rounds",
+        "p50 ms",
+        "p99 ms",
+        "batch mean / p99",
+        "CPU ms/req",
+        "CPU ceiling/s",
+        "errors",
+        title=(
+            f"inventory bench: stock database {report.database}, {os.cpu_count()} cores, "
+            f"{report.concurrency} concurrent callers, {report.rounds} round(s)"
+        ),
+    )
+    for m in report.limits + report.reduce + report.gen_order:
+        batch = f"{m.batch_mean:.1f} / {m.batch_p99:.0f}" if m.batch_mean is not None else ""
+        cpu = f"{sum(m.cpu_ms.values()):.2f}" if m.cpu_ms else ""
+        ceiling = f"{m.cpu_ceiling:.0f}" if m.cpu_ceiling else ""
+        table.add_row(
+            m.name,
+            f"{m.per_second:.0f}",
+            " ".join(f"{r:.0f}" for r in m.rounds),
+            _fmt(m.p50_ms),
+            _fmt(m.p99_ms),
+            batch,
+            cpu,
+            ceiling,
+            str(m.errors),
+        )
+    console.print(table)
+    stages = Table(
+        "reduceStock",
+        "median stage ms (Server-Timing)",
+        "CPU ms per request, by process",
+        title="where the time goes",
+    )
+    for m in report.reduce:
+        stages.add_row(
+            m.name.removeprefix("reduceStock "),
+            " ".join(f"{k} {v}" for k, v in m.stages_ms.items()),
+            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
+        )
+    console.print(stages)
+    targets = Table("ratio", "measured", "target", "moonshot", "", title="targets")
+    for t in report.targets():
+        sign = "<=" if t.at_most else ">="
+        moon = f">= {t.moonshot}" if t.moonshot else ""
+        verdict = "[green]met" if t.met else "[red]missed"
+        targets.add_row(t.name, f"{t.value:.2f}", f"{sign} {t.goal}", moon, verdict)
+    console.print(targets)
+    gains = Table("what combining gains", "ratio", title="combining on / off")
+    for name, value in report.ratios().items():
+        if "combining / one at a time" in name and "p99" not in name:
+            gains.add_row(name, f"{value:.2f}")
+    console.print(gains)
+    for note in report.notes:
+        console.print(f"note: {note}")
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def write_report(report: BenchReport, folder: Path) -> tuple[Path, Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    data = folder / "bench.json"
+    targets = [{**asdict(t), "met": t.met} for t in report.targets()]
+    data.write_text(
+        json.dumps({**asdict(report), "ratios": report.ratios(), "targets": targets}, indent=2)
+    )
+    chart = folder / "bench.png"
+    draw_chart(report, chart)
+    return data, chart
+
+
+def draw_chart(report: BenchReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    measures = report.reduce + report.gen_order
+    fig, ax = plt.subplots(figsize=(11, 0.42 * len(measures) + 2))
+    names = [m.name.removeprefix("reduceStock ") for m in measures]
+    colours = [
+        "tab:green"
+        if "combining" in m.config
+        else "tab:gray"
+        if m.config == NO_LOCK
+        else "tab:blue"
+        for m in measures
+    ]
+    ax.barh(names, [m.per_second for m in measures], color=colours)
+    for y, m in enumerate(measures):
+        label = f" {m.per_second:.0f}/s"
+        if m.batch_mean is not None and m.batch_mean > 1.05:
+            label += f", batch {m.batch_mean:.1f}"
+        ax.text(m.per_second, y, label, va="center", fontsize=7)
+    ceilings = [(n, m.cpu_ceiling) for n, m in zip(names, measures, strict=True) if m.cpu_ceiling]
+    if ceilings:
+        ax.scatter(
+            [c for _, c in ceilings],
+            [n for n, _ in ceilings],
+            marker="|",
+            s=300,
+            color="black",
+            label="CPU ceiling at its cost per request",
+            zorder=3,
+        )
+    for limit, colour in zip(report.limits, ("tab:red", "tab:orange", "tab:purple"), strict=False):
+        ax.axvline(
+            limit.per_second,
+            color=colour,
+            linestyle="--",
+            label=f"{limit.name}: {limit.per_second:.0f}/s",
+        )
+    ax.invert_yaxis()
+    ax.set_xlabel(
+        "requests per second (median of rounds); green: combining, blue: one lock hold each"
+    )
+    ax.set_title(
+        f"PUT /reduceStock and POST /genOrder, {report.concurrency} callers "
+        f"({report.database}, {os.cpu_count()} cores)"
+    )
+    ax.legend(loc="lower right", fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,311 @@
+"""`inventory bench`: what the deduction path costs, against the limits of its parts, measured
+side by side in one run.
+
+1. ZooKeeper is warmed up (its JIT), then the limits of the parts are measured.
+2. One stack per configuration is started and kept up: each lock backend with combining
+   (DEDUCT_BATCH_MAX=32) and one lock hold per request (=1), and the no-lock baseline.
+3. Rounds: in each, every configuration takes a PUT /reduceStock load on one hot goods id and
+   on `spread_goods` ids, in an order that rotates from round to round, so slow drifts of a
+   shared machine fall on every configuration alike. Rates are the median of the rounds;
+   latency percentiles and batch sizes pool every round's answers.
+4. POST /genOrder end to end, on the ZooKeeper stack with combining.
+Everything it starts, it stops; its folder is removed unless `keep` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import statistics
+import tempfile
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+import migrations
+from inventory import stack
+from inventory.bench.limits import measure_limits, warm_up_zookeeper
+from inventory.bench.loads import (
+    LoadResult,
+    order_load,
+    reduce_calls,
+    reduce_load,
+    seed_goods,
+    stage_medians,
+)
+from inventory.bench.report import COMBINING, NO_LOCK, BenchReport, Measure, label
+from inventory.cpu import snapshot
+from inventory.servers import ServerProcess, start_redis, start_zookeeper
+
+
+@dataclass
+class BenchConfig:
+    requests: int = 1200  # per load, per round
+    concurrency: int = 16
+    rounds: int = 3
+    limit_seconds: float = 3.0  # per limit, split into three rounds
+    warmup_seconds: float = 8.0
+    spread_goods: int = 100
+    backends: tuple[str, ...] = ("zookeeper", "redis", "database", NO_LOCK)
+    global_scope: bool = True  # also LOCK_SCOPE=global for ZooKeeper
+    database_url: str | None = None  # a server; the bench makes a database of its own there
+    keep: bool = False
+
+    @classmethod
+    def quick(cls) -> BenchConfig:
+        return cls(
+            requests=600,
+            limit_seconds=1.5,
+            warmup_seconds=5.0,
+            backends=("zookeeper", "redis", "database", NO_LOCK),
+            global_scope=False,
+        )
+
+    @classmethod
+    def smoke(cls) -> BenchConfig:
+        return cls(
+            requests=12,
+            concurrency=4,
+            rounds=1,
+            limit_seconds=0.3,
+            warmup_seconds=0.2,
+            spread_goods=5,
+            backends=("zookeeper", NO_LOCK),
+        )
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    backend: str
+    scope: str = "sku"
+    batch_max: int = COMBINING
+
+    @property
+    def label(self) -> str:
+        return label(self.backend, self.scope, self.batch_max)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "LOCK_BACKEND": self.backend,
+            "LOCK_SCOPE": self.scope,
+            "DEDUCT_BATCH_MAX": str(self.batch_max),
+        }
+
+
+def stack_configs(config: BenchConfig, database: str, notes: list[str]) -> list[StackConfig]:
+    out = []
+    for backend in config.backends:
+        if backend == NO_LOCK:
+            out.append(StackConfig(NO_LOCK, batch_max=1))
+            continue
+        if backend == "database" and database == "sqlite":
+            notes.append(
+                "database lock skipped: SQLite has no row locks (--database-url names a "
+                "PostgreSQL or MySQL server to include it)"
+            )
+            continue
+        scopes = ("sku", "global") if config.global_scope and backend == "zookeeper" else ("sku",)
+        for scope in scopes:
+            out += [StackConfig(backend, scope, COMBINING), StackConfig(backend, scope, 1)]
+    return out
+
+
+@dataclass
+class _Tally:
+    """Every round of one (configuration, goods count)."""
+
+    rates: list[float] = field(default_factory=list)
+    latencies: list[float] = field(default_factory=list)
+    batch_sizes: list[int] = field(default_factory=list)
+    stages: dict[str, list[float]] = field(default_factory=dict)
+    cpu: dict[str, float] = field(default_factory=dict)
+    requests: int = 0
+    errors: int = 0
+
+    def add(self, result: LoadResult, cpu: dict[str, float]) -> None:
+        self.rates.append(result.run.per_second)
+        self.latencies += result.latencies
+        self.batch_sizes += result.batch_sizes
+        for stage, values in result.stages.items():
+            self.stages.setdefault(stage, []).extend(values)
+        for name, seconds in cpu.items():
+            self.cpu[name] = self.cpu.get(name, 0.0) + seconds
+        self.requests += len(result.run.answers)
+        self.errors += len(result.run.answers) - result.ok
+
+    def measure(self, name: str, config: str, goods: int) -> Measure:
+        return Measure(
+            name,
+            statistics.median(self.rates),
+            [round(r, 1) for r in self.rates],
+            percentile_ms(self.latencies, 50),
+            percentile_ms(self.latencies, 99),
+            round(statistics.fmean(self.batch_sizes), 2) if self.batch_sizes else None,
+            float(percentile(self.batch_sizes, 99)) if self.batch_sizes else None,
+            stage_medians(self.stages),
+            {k: round(v * 1000 / self.requests, 2) for k, v in self.cpu.items()},
+            self.errors,
+            config,
+            goods,
+        )
+
+
+def percentile(values: list[Any], p: float) -> Any:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
+
+
+def percentile_ms(values: list[float], p: float) -> float | None:
+    return round(percentile(values, p) * 1000, 2) if values else None
+
+
+def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> BenchReport:
+    """`env` may name ZK_HOSTS and REDIS_URL; what it does not name is started here."""
+    home = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
+    own: list[ServerProcess] = []
+    stacks: dict[StackConfig, stack.StackState] = {}
+    drop_database = None
+    try:
+        if not env.get("ZK_HOSTS"):
+            own.append(start_zookeeper(home / "zookeeper"))  # fsync on, as in the stack
+            env["ZK_HOSTS"] = own[-1].address
+        if not env.get("REDIS_URL"):
+            own.append(start_redis(home / "redis"))
+            env["REDIS_URL"] = f"redis://{own[-1].address}/0"
+        if config.database_url:
+            url, drop_database = throwaway_database(config.database_url)
+            say(f"using database {sa.make_url(url).render_as_string()} (dropped afterwards)")
+            env["ORDER_DATABASE_URL"] = env["STOCK_DATABASE_URL"] = url
+            migrations.upgrade(url, "order")
+            migrations.upgrade(url, "stock")
+        stock_db = env.get("STOCK_DATABASE_URL") or f"sqlite:///{home / 'limits.db'}"
+        if "STOCK_DATABASE_URL" not in env:
+            migrations.upgrade(stock_db, "stock")
+        report = BenchReport(
+            sa.make_url(stock_db).get_backend_name(), config.concurrency, config.rounds
+        )
+
+        say(f"warming up ZooKeeper ({config.warmup_seconds:.0f} s) ...")
+        warm_up_zookeeper(env["ZK_HOSTS"], config.warmup_seconds)
+        say("measuring the limits of the parts ...")
+        report.limits = measure_limits(
+            env["ZK_HOSTS"], env["REDIS_URL"], stock_db, config.limit_seconds
+        )
+
+        configs = stack_configs(config, report.database, report.notes)
+        for stack_config in configs:
+            say(f"starting a stack: {stack_config.label} ...")
+            stacks[stack_config] = stack.up(
+                home=home / stack_config.label.replace("/", "-").replace(" ", "-"),
+                extra_env={**env, **stack_config.env()},
+                say=lambda *_: None,
+            )
+            _warm_up(stacks[stack_config], config)
+
+        tallies: dict[tuple[StackConfig, int], _Tally] = {}
+        order_tally = _Tally()
+        for round_no in range(config.rounds):
+            say(f"round {round_no + 1} of {config.rounds} ...")
+            shift = round_no % len(configs)
+            for stack_config in configs[shift:] + configs[:shift]:
+                state = stacks[stack_config]
+                for goods_count in (1, config.spread_goods):
+                    tally = tallies.setdefault((stack_config, goods_count), _Tally())
+                    tally.add(*_reduce_round(state, own, config, goods_count, round_no))
+            zk_stack = stacks.get(StackConfig("zookeeper"))
+            if zk_stack is not None:
+                order_tally.add(*_order_round(zk_stack, own, config, round_no))
+
+        for stack_config in configs:
+            for goods_count in (1, config.spread_goods):
+                name = f"reduceStock {stack_config.label}, {goods_count} goods"
+                tally = tallies[(stack_config, goods_count)]
+                report.reduce.append(tally.measure(name, stack_config.label, goods_count))
+        if order_tally.rates:
+            report.gen_order.append(
+                order_tally.measure(
+                    f"genOrder end to end ({label('zookeeper', 'sku', COMBINING)})", "", 0
+                )
+            )
+        return report
+    finally:
+        for state in stacks.values():
+            stack.down(home=Path(state.home), say=lambda *_: None)
+        for server in own:
+            server.stop()
+        if drop_database:
+            drop_database()
+        if config.keep:
+            say(f"kept the bench's folder: {home}")
+        else:
+            shutil.rmtree(home, ignore_errors=True)
+
+
+def _warm_up(state: stack.StackState, config: BenchConfig) -> None:
+    """A short load first: connection pools, compiled statements, the lock's parent path."""
+    goods = seed_goods(state, 1, f"warm-{uuid.uuid4().hex[:6]}-")
+    calls = reduce_calls(state.redis_url, goods, max(config.concurrency * 4, 20), seed=0)
+    reduce_load(state, calls, config.concurrency)
+
+
+def _pids(
+    state: stack.StackState, own: list[ServerProcess], services: tuple[str, ...]
+) -> dict[str, int]:
+    pids = {name: state.pids[name] for name in services}
+    pids.update({server.name: server.pid for server in own})
+    pids["load"] = os.getpid()
+    return pids
+
+
+def _reduce_round(
+    state: stack.StackState,
+    own: list[ServerProcess],
+    config: BenchConfig,
+    goods_count: int,
+    round_no: int,
+) -> tuple[LoadResult, dict[str, float]]:
+    goods = seed_goods(state, goods_count, f"b{round_no}-{uuid.uuid4().hex[:6]}-")
+    calls = reduce_calls(state.redis_url, goods, config.requests, seed=round_no)
+    pids = _pids(state, own, ("stock_service",))
+    before = snapshot(pids, alone=frozenset({"load"}))
+    result = reduce_load(state, calls, config.concurrency)
+    after = snapshot(pids, alone=frozenset({"load"}))
+    return result, {name: after[name] - before[name] for name in pids}
+
+
+def _order_round(
+    state: stack.StackState, own: list[ServerProcess], config: BenchConfig, round_no: int
+) -> tuple[LoadResult, dict[str, float]]:
+    goods = seed_goods(state, config.spread_goods, f"o{round_no}-{uuid.uuid4().hex[:6]}-")
+    pids = _pids(state, own, ("stock_service", "order_service"))
+    before = snapshot(pids, alone=frozenset({"load"}))
+    result = order_load(state, goods, config.requests, config.concurrency)
+    after = snapshot(pids, alone=frozenset({"load"}))
+    return result, {name: after[name] - before[name] for name in pids}
+
+
+def throwaway_database(server_url: str) -> tuple[str, Any]:
+    """A database of the bench's own on that server (PostgreSQL or MySQL), and how to drop it:
+    the bench never writes into a database it did not make."""
+    admin_url = sa.make_url(server_url)
+    name = f"inv_bench_{uuid.uuid4().hex[:8]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f"CREATE DATABASE {name}"))
+    finally:
+        admin.dispose()
+
+    def drop() -> None:
+        engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+        try:
+            with engine.connect() as conn:
+                force = " WITH (FORCE)" if admin_url.get_backend_name() == "postgresql" else ""
+                conn.execute(sa.text(f"DROP DATABASE IF EXISTS {name}{force}"))
+        finally:
+            engine.dispose()
+
+    return admin_url.set(database=name).render_as_string(hide_password=False), drop
