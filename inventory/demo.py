@@ -130,7 +130,7 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
 
     flows = client.flows(order_id)
     table = Table(title="5. GET /stockFlow/{flag}")
-    for column in ("id", "flag", "goodsId", "num", "fence (czxid)"):
+    for column in ("id", "flag", "goodsId", "num", "fence (token)"):
         table.add_column(column, overflow="fold")
     for flow in flows:
         table.add_row(

@@ -58,11 +58,13 @@ class _Lane:
         self.busy = False  # a leader is running a batch of this lane
 
 
-# run_batch(key, items, timeout, detach): one result per item, in order; an item's result may
-# be an exception, raised to that item's caller alone. `detach()` lets the lane's next batch
-# start before this one ends (a batch left waiting for a lock that does not come).
+# run_batch(key, items, timeout, handle): one result per item, in order, then one per item
+# that joined through handle.take(); an item's result may be an exception, raised to that
+# item's caller alone. handle.detach() lets the lane's next batch start before this one ends
+# (a batch left waiting for a lock that does not come).
 RunBatch = Callable[
-    [Hashable, Sequence[Item], float, Callable[[], None]], Sequence[Result | BaseException]
+    [Hashable, Sequence[Item], float, "BatchHandle[Item, Result]"],
+    Sequence[Result | BaseException],
 ]
 
 
@@ -74,6 +76,12 @@ class Combiner(Generic[Item, Result]):
         self.batch_max = batch_max
         self._lanes: dict[Hashable, _Lane] = {}
         self._guard = threading.Lock()
+
+    def backlog(self, key: Hashable) -> tuple[bool, int]:
+        """Whether a batch of this lane is running, and how many requests queue behind it."""
+        with self._guard:
+            lane = self._lanes.get(key)
+            return (lane.busy, len(lane.queue)) if lane else (False, 0)
 
     def submit(self, key: Hashable, item: Item, timeout: float) -> Result:
         pending: _Pending[Item, Result] = _Pending(item, time.monotonic() + timeout)
@@ -115,24 +123,18 @@ class Combiner(Generic[Item, Result]):
                 member.state = TAKEN
         # A member whose own time ran out while it queued is answered alone; the others are
         # not failed for it.
-        expired = [m for m in batch if m.deadline <= now]
-        for member in expired:
-            member.error = _queued_too_long(key, len(batch) - 1)
+        for member in batch:
+            if member.deadline <= now:
+                member.error = _queued_too_long(key, len(batch) - 1)
         live = [m for m in batch if m.deadline > now]
-        handed_on = threading.Event()
-
-        def detach() -> None:
-            """Let the next batch of this lane start while this one still runs."""
-            if not handed_on.is_set():
-                handed_on.set()
-                self._hand_on(key, lane)
-
+        handle = BatchHandle(self, key, lane, live)
         try:
             if live:
                 # The oldest live member's time left bounds the lock wait: nobody waits for
                 # the lock past its own timeout.
                 timeout = min(m.deadline for m in live) - now
-                results = self.run_batch(key, [m.item for m in live], timeout, detach)
+                results = self.run_batch(key, [m.item for m in live], timeout, handle)
+                # `live` now also holds the members that joined late, in the order of results.
                 for member, result in zip(live, results, strict=True):
                     if isinstance(result, BaseException):
                         member.error = result
@@ -143,10 +145,10 @@ class Combiner(Generic[Item, Result]):
                 member.error = exc
         finally:
             with self._guard:
-                for member in batch:
+                for member in batch + live:
                     member.state = DONE
-            detach()
-            for member in batch:
+            handle.detach()
+            for member in batch + live:
                 if member is not first:
                     member.event.set()
 
@@ -160,6 +162,49 @@ class Combiner(Generic[Item, Result]):
                 lane.busy = False
                 if self._lanes.get(key) is lane:
                     del self._lanes[key]  # idle lanes are not kept: keys are unbounded
+
+
+class BatchHandle(Generic[Item, Result]):
+    """What a running batch may do with its lane: take late joiners, or let the next batch
+    start without it."""
+
+    def __init__(
+        self,
+        combiner: Combiner[Item, Result],
+        key: Hashable,
+        lane: _Lane,
+        members: list[_Pending[Item, Result]],
+    ) -> None:
+        self._combiner = combiner
+        self._key = key
+        self._lane = lane
+        self._members = members
+        self._detached = False
+
+    def take(self, fits: Callable[[Item], bool], limit: int) -> list[Item]:
+        """Requests queued since this batch began that `fits` accepts (those its hold can
+        serve with no more locks), in arrival order, at most `limit`; they join this batch and
+        get their answers from it. The others stay queued for the next batch."""
+        if self._detached or limit <= 0:
+            return []
+        now = time.monotonic()
+        joined: list[_Pending[Item, Result]] = []
+        with self._combiner._guard:
+            for pending in list(self._lane.queue):
+                if len(joined) == limit:
+                    break
+                if pending.deadline > now and fits(pending.item):
+                    self._lane.queue.remove(pending)
+                    pending.state = TAKEN
+                    joined.append(pending)
+        self._members.extend(joined)
+        return [pending.item for pending in joined]
+
+    def detach(self) -> None:
+        """Let the next batch of this lane start while this one still runs (idempotent)."""
+        if not self._detached:
+            self._detached = True
+            self._combiner._hand_on(self._key, self._lane)
 
 
 def _left(deadline: float) -> float | None:

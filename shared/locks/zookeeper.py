@@ -14,10 +14,15 @@ Deadlock: a claim enqueues on all its names in one transaction, so ZooKeeper's z
 any two claims in the same order in every queue they share. A claim only ever waits for
 claims enqueued before it, so waiting can never go round in a circle.
 
-Fencing token: the czxid of the holder's node. zxids are one total order, so a later holder of
-a name always has a larger token. A single-name claim reads it from its create reply (create2);
-a multi-name claim asks once (kazoo's multi does not return create2 stats), in the same
-pipelined round as its first getChildren.
+Fencing token: the pzxid of the lock path in the getChildren2 reply that shows the holder its
+node is first (the zxid of the last change to that path's children). No request is spent on it:
+getChildren2 costs what getChildren does, and the check needs the children anyway. It only
+grows from holder to holder: a holder finds itself first only after its predecessor's node was
+deleted (released, or gone with an expired session), a change of the path's children whose zxid
+is above every zxid the predecessor could have seen, its token included. The node's own czxid
+would be a token too (the recipe used it, from the create2 reply), but kazoo's multi does not
+return create2 stats, and mixing the two on one path could go backwards: a waiter's czxid can
+be below the pzxid its predecessor saw.
 
 The client's connection state is watched: once it has been SUSPENDED or LOST since a claim
 began, its leases report themselves no longer held, and the holder aborts before commit.
@@ -204,15 +209,10 @@ class ZooKeeperClaim(Claim):
             self.nodes = found
             return
         if len(names) == 1:
-            created, stat = self.client.create(
-                f"{self.locks.path(names[0])}/{self.prefix}",
-                b"",
-                ephemeral=True,
-                sequence=True,
-                include_data=True,
+            created = self.client.create(
+                f"{self.locks.path(names[0])}/{self.prefix}", b"", ephemeral=True, sequence=True
             )
             self.nodes = {names[0]: created}
-            self.tokens[names[0]] = int(stat.czxid)
             return
         transaction = self.client.transaction()
         for name in names:
@@ -242,27 +242,22 @@ class ZooKeeperClaim(Claim):
 
     def _check(self) -> dict[str, str]:
         """One pipelined round: the queue of every name not yet held. Names where our node is
-        first become held; returns the predecessor we wait behind, per blocked name."""
+        first become held, with their token; returns the predecessor we wait behind, per
+        blocked name."""
         pending = [n for n in self._wanted() if n not in self.held]
-        replies = {n: self.client.get_children_async(self.locks.path(n)) for n in pending}
-        missing_token = [n for n in pending if self.tokens.get(n) is None]
-        stat_reply = (
-            self.client.exists_async(self.nodes[missing_token[0]]) if missing_token else None
-        )
+        replies = {
+            n: self.client.get_children_async(self.locks.path(n), include_data=True)
+            for n in pending
+        }
         blocked = {}
         for name, reply in replies.items():
-            predecessor = _predecessor(reply.get(), self.nodes[name].rsplit("/", 1)[1])
+            children, stat = reply.get()
+            predecessor = _predecessor(children, self.nodes[name].rsplit("/", 1)[1])
             if predecessor is None:
                 self.held.add(name)
+                self.tokens[name] = int(stat.pzxid)
             else:
                 blocked[name] = f"{self.locks.path(name)}/{predecessor}"
-        if stat_reply is not None:
-            stat = stat_reply.get()
-            if stat is None:
-                raise SessionExpiredError()
-            # Every node of one multi was created in one transaction: one czxid for all.
-            for name in missing_token:
-                self.tokens[name] = int(stat.czxid)
         return blocked
 
     def _wait_for(self, blocked: dict[str, str], deadline: float) -> None:

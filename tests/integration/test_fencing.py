@@ -8,33 +8,16 @@ runs a whole deduction on the same database.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import sqlalchemy as sa
 
 from shared.db import make_engine
 from shared.locks import Lease, LockLost
 from stock_service.batch import Outcome, Request
-from stock_service.faults import Faults
 from stock_service.store import StockStore
 from stock_service.tables import stock_flow
 from tests.conftest import unique
-
-
-class PauseAt(Faults):
-    """At the first firing of `point`, runs `meanwhile` (another holder's whole deduction)
-    before the paused holder carries on."""
-
-    def __init__(self, point: str, meanwhile: Callable[[], object]) -> None:
-        super().__init__(None)
-        self.point = point
-        self.meanwhile: Callable[[], object] | None = meanwhile
-
-    def fire(self, point: str) -> None:
-        if point == self.point and self.meanwhile is not None:
-            action, self.meanwhile = self.meanwhile, None
-            action()
+from tests.helpers import PauseAt
 
 
 @pytest.fixture

@@ -179,21 +179,32 @@ def test_zookeeper_excludes_holders_in_different_clients(zk_server: ServerProces
     assert most == 1
 
 
-def test_zookeeper_token_is_the_czxid_of_the_holders_node(zk_server: ServerProcess) -> None:
-    """The token comes from the create reply's stat; another client reading the node agrees."""
-    from kazoo.client import KazooClient
-
+def test_zookeeper_tokens_grow_across_waiters_and_claims_of_several_names(
+    zk_server: ServerProcess,
+) -> None:
+    """B enqueues on x while A holds it (B's node is older than anything A sees), then takes x
+    and y in one claim; C takes y after B. Each holder's token is above the one before."""
     locks = ZooKeeperLocks(zk_server.address, f"/test-locks/{unique('root')}")
-    observer = KazooClient(hosts=zk_server.address)
-    observer.start(timeout=10)
+    x, y = unique("x"), unique("y")
+    tokens: dict[str, dict[str, int | None]] = {}
     try:
-        name = unique("lock")
-        for _ in range(2):
-            with locks.hold([name], timeout=5) as lease:
-                stat = observer.exists(lease.details[name])
-                assert stat is not None
-                assert lease.tokens[name] == stat.czxid
+        with locks.hold([x], timeout=5) as lease_a:
+            tokens["a"] = dict(lease_a.tokens)
+
+            def hold_both() -> None:
+                with locks.hold([x, y], timeout=10) as lease_b:
+                    tokens["b"] = dict(lease_b.tokens)
+
+            b = threading.Thread(target=hold_both)
+            b.start()
+            deadline = time.monotonic() + 5
+            while len(locks.client.get_children(locks.path(x))) < 2:
+                assert time.monotonic() < deadline, "B never queued"
+                time.sleep(0.01)
+        b.join(10)
+        with locks.hold([y], timeout=5) as lease_c:
+            tokens["c"] = dict(lease_c.tokens)
     finally:
-        observer.stop()
-        observer.close()
         locks.close()
+    assert tokens["a"][x] < tokens["b"][x]  # type: ignore[operator]
+    assert tokens["b"][y] < tokens["c"][y]  # type: ignore[operator]

@@ -15,9 +15,10 @@ from tests.conftest import unique
 from tests.helpers import Services, running_services
 
 
-@pytest.fixture
-def services(settings: Settings) -> Iterator[Services]:
-    with running_services(settings) as s:
+@pytest.fixture(params=[32, 1], ids=["combining", "one-at-a-time"])
+def services(settings: Settings, request: pytest.FixtureRequest) -> Iterator[Services]:
+    """Every test twice: with combining, and with DEDUCT_BATCH_MAX=1 (one hold each)."""
+    with running_services(settings.with_(deduct_batch_max=request.param)) as s:
         yield s
 
 

@@ -15,9 +15,10 @@ from tests.conftest import unique
 from tests.helpers import Services, running_services
 
 
-@pytest.fixture
-def services(settings: Settings) -> Iterator[Services]:
-    with running_services(settings) as s:
+@pytest.fixture(params=[32, 1], ids=["combining", "one-at-a-time"])
+def services(settings: Settings, request: pytest.FixtureRequest) -> Iterator[Services]:
+    """Every test twice: with combining, and with DEDUCT_BATCH_MAX=1 (one hold each)."""
+    with running_services(settings.with_(deduct_batch_max=request.param)) as s:
         yield s
 
 
@@ -34,12 +35,13 @@ def reduce(s: Services, flag: str, lines: list[tuple[str, int]]) -> tuple[int, d
     return response.status_code, response.json
 
 
+@pytest.mark.parametrize("batch_max", [32, 1])
 @pytest.mark.parametrize("scope", ["sku", "global"])
 @pytest.mark.parametrize("backend", ["zookeeper", "redis", "database"])
 def test_eighty_buyers_never_oversell_twenty_units(
-    settings: Settings, backend: str, scope: str
+    settings: Settings, backend: str, scope: str, batch_max: int
 ) -> None:
-    configured = settings.with_(lock_backend=backend, lock_scope=scope)
+    configured = settings.with_(lock_backend=backend, lock_scope=scope, deduct_batch_max=batch_max)
     if backend == "database" and settings.stock_database_url.startswith("sqlite"):
         with pytest.raises(ValueError, match="PostgreSQL or MySQL"):
             stock_service.create_app(configured)

@@ -1,0 +1,83 @@
+"""The batch's read-check-write as pure logic: every answer is the one a serial run gives."""
+
+from __future__ import annotations
+
+import random
+
+from stock_service.batch import Outcome, Request, Shortfall, plan
+
+
+def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> None:
+    result = plan(
+        [Request("f1", {"g": 3}), Request("f2", {"g": 3}), Request("f3", {"g": 2})],
+        {"g": 5},
+        set(),
+    )
+    assert [d.outcome for d in result.decisions] == [
+        Outcome.DEDUCTED,
+        Outcome.INSUFFICIENT,
+        Outcome.DEDUCTED,
+    ]
+    assert result.decisions[1].shortfalls == [Shortfall("g", 3, 2)]
+    assert result.levels == {"g": 0}
+    assert result.changed == {"g"}
+
+
+def test_a_request_that_does_not_fit_changes_nothing_and_fails_alone() -> None:
+    result = plan(
+        [Request("big", {"a": 1, "b": 99}), Request("small", {"a": 1, "b": 1})],
+        {"a": 1, "b": 1},
+        set(),
+    )
+    assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
+    assert result.decisions[0].shortfalls == [Shortfall("b", 99, 1)]  # only the short line
+    assert result.levels == {"a": 0, "b": 0}
+
+
+def test_a_flag_with_flows_or_seen_earlier_in_the_batch_is_a_duplicate() -> None:
+    result = plan(
+        [Request("old", {"g": 1}), Request("new", {"g": 1}), Request("new", {"g": 1})],
+        {"g": 10},
+        {"old"},
+    )
+    assert [d.outcome for d in result.decisions] == [
+        Outcome.DUPLICATE,
+        Outcome.DEDUCTED,
+        Outcome.DUPLICATE,
+    ]
+    assert result.levels == {"g": 9}
+
+
+def test_a_refused_flag_may_be_tried_again_later_in_the_batch() -> None:
+    # Refused for lack of stock, the flag has no flows: a later request with it is served.
+    result = plan([Request("f", {"g": 2}), Request("f", {"g": 1})], {"g": 1}, set())
+    assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
+
+
+def test_unknown_goods_have_nothing_to_give() -> None:
+    result = plan([Request("f", {"ghost": 1})], {}, set())
+    assert result.decisions[0].shortfalls == [Shortfall("ghost", 1, 0)]
+    assert result.changed == set()
+
+
+def test_a_batch_answers_exactly_as_the_requests_one_at_a_time_would() -> None:
+    rng = random.Random(7)
+    goods = ["a", "b", "c"]
+    for _ in range(300):
+        levels = {g: rng.randint(0, 6) for g in goods}
+        flags = [f"f{rng.randint(0, 8)}" for _ in range(rng.randint(1, 12))]
+        requests = [
+            Request(flag, {g: rng.randint(1, 4) for g in rng.sample(goods, rng.randint(1, 3))})
+            for flag in flags
+        ]
+        seen = {f"f{rng.randint(0, 8)}"} if rng.random() < 0.3 else set()
+        batch = plan(requests, levels, seen)
+        # The same requests one at a time, each a batch of its own on what the last one left.
+        running, done = dict(levels), set(seen)
+        for request, decision in zip(requests, batch.decisions, strict=True):
+            alone = plan([request], running, done)
+            assert alone.decisions[0] == decision
+            running = alone.levels
+            if decision.outcome is Outcome.DEDUCTED:
+                done.add(request.flag)
+        assert batch.levels == running

@@ -1,0 +1,195 @@
+"""Flat combining with a fake batch runner: who runs, what is batched, who gets which answer."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Hashable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from shared.combining import BatchHandle, Combiner
+from shared.locks import LockTimeout
+
+
+class Recorder:
+    """A batch runner that records its batches and, for the first batch, blocks until told:
+    that is how the tests make requests queue behind a running batch."""
+
+    def __init__(self, block_first: bool = True) -> None:
+        self.batches: list[list[int]] = []
+        self.threads: list[str] = []
+        self.first_running = threading.Event()
+        self.go_on = threading.Event()
+        if not block_first:
+            self.go_on.set()
+        self.answer: Callable[[int], object] = lambda item: item * 10
+
+    def __call__(
+        self, key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+    ) -> list[object]:
+        self.batches.append(list(items))
+        self.threads.append(threading.current_thread().name)
+        if len(self.batches) == 1:
+            self.first_running.set()
+            assert self.go_on.wait(10)
+        return [self.answer(item) for item in items]
+
+
+def submit_in_order(
+    combiner: Combiner[int, object], items: list[int]
+) -> tuple[dict[int, object], list[threading.Thread]]:
+    """Submit items from threads of their own, each once the one before has queued."""
+    results: dict[int, object] = {}
+
+    def one(item: int) -> None:
+        try:
+            results[item] = combiner.submit("k", item, timeout=10)
+        except Exception as exc:
+            results[item] = exc
+
+    threads = []
+    for item in items:
+        thread = threading.Thread(target=one, args=(item,), name=f"req-{item}")
+        thread.start()
+        threads.append(thread)
+        time.sleep(0.02)  # let it reach the queue before the next one
+    return results, threads
+
+
+def test_a_lone_request_is_served_at_once_in_a_batch_of_its_own() -> None:
+    runner = Recorder(block_first=False)
+    assert Combiner[int, object](runner, batch_max=8).submit("k", 4, timeout=1) == 40
+    assert runner.batches == [[4]]
+
+
+def test_requests_that_queue_during_a_batch_are_the_next_batch_in_arrival_order() -> None:
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8)
+    results, threads = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    more, more_threads = submit_in_order(combiner, [2, 3, 4])
+    runner.go_on.set()
+    for thread in threads + more_threads:
+        thread.join(10)
+    assert runner.batches == [[1], [2, 3, 4]]
+    assert {**results, **more} == {1: 10, 2: 20, 3: 30, 4: 40}
+    # The next batch is led by one of its own requests: the first one's thread went home.
+    assert runner.threads == ["req-1", "req-2"]
+
+
+def test_the_batch_size_is_capped_and_one_gives_one_request_per_batch() -> None:
+    for cap, expected in ((2, [[1], [2, 3], [4, 5]]), (1, [[1], [2], [3], [4], [5]])):
+        runner = Recorder()
+        combiner = Combiner[int, object](runner, batch_max=cap)
+        _, first = submit_in_order(combiner, [1])
+        assert runner.first_running.wait(5)
+        _, rest = submit_in_order(combiner, [2, 3, 4, 5])
+        runner.go_on.set()
+        for thread in first + rest:
+            thread.join(10)
+        assert runner.batches == expected
+
+
+def test_a_failure_of_the_batch_reaches_each_of_its_requests_and_no_other() -> None:
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    results, rest = submit_in_order(combiner, [2, 3])
+
+    def fail(item: int) -> object:
+        raise ConnectionError("database down")
+
+    runner.answer = fail
+    runner.go_on.set()
+    for thread in first + rest:
+        thread.join(10)
+    assert all(isinstance(results[i], ConnectionError) for i in (2, 3))
+    runner.answer = lambda item: item
+    assert combiner.submit("k", 9, timeout=1) == 9  # the lane is free again
+
+
+def test_an_answer_that_is_an_exception_goes_to_its_request_alone() -> None:
+    runner = Recorder()
+    runner.answer = lambda item: LockTimeout("not in time") if item == 3 else item
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    results, rest = submit_in_order(combiner, [2, 3, 4])
+    runner.go_on.set()
+    for thread in first + rest:
+        thread.join(10)
+    assert results[2] == 2 and results[4] == 4
+    assert isinstance(results[3], LockTimeout)
+
+
+def test_a_request_still_queued_at_its_deadline_times_out_alone() -> None:
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    with pytest.raises(LockTimeout, match="queued"):
+        combiner.submit("k", 2, timeout=0.1)
+    runner.go_on.set()
+    for thread in first:
+        thread.join(10)
+    assert runner.batches == [[1]]  # the timed-out request never ran
+    assert combiner.submit("k", 3, timeout=1) == 30
+
+
+def test_a_detached_batch_lets_the_next_one_run_while_it_still_waits() -> None:
+    release = threading.Event()
+
+    def runner(
+        key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+    ) -> list[object]:
+        if items[0] == 1:
+            handle.detach()  # e.g. a batch left waiting for a lock that does not come
+            assert release.wait(10)
+        return list(items)
+
+    combiner = Combiner[int, object](runner, batch_max=8)
+    with ThreadPoolExecutor(2) as pool:
+        slow = pool.submit(combiner.submit, "k", 1, 10)
+        time.sleep(0.05)
+        assert pool.submit(combiner.submit, "k", 2, 10).result(5) == 2
+        release.set()
+        assert slow.result(5) == 1
+
+
+def test_different_keys_do_not_wait_for_each_other() -> None:
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    assert combiner.submit("other", 5, timeout=1) == 50
+    runner.go_on.set()
+    for thread in first:
+        thread.join(10)
+
+
+def test_late_joiners_that_fit_ride_the_running_batch_and_the_others_wait() -> None:
+    """A batch that got its lock takes the requests queued meanwhile that it can serve with
+    what it holds (here: even numbers), in arrival order; the odd ones form the next batch."""
+    arrived = threading.Event()
+    batches: list[list[int]] = []
+
+    def runner(
+        key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+    ) -> list[object]:
+        if items == [0]:
+            assert arrived.wait(10)
+            items = [*items, *handle.take(lambda item: item % 2 == 0, limit=2)]
+        batches.append(list(items))
+        return [item * 10 for item in items]
+
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [0])
+    results, rest = submit_in_order(combiner, [1, 2, 3, 4, 6])
+    arrived.set()
+    for thread in first + rest:
+        thread.join(10)
+    assert batches == [[0, 2, 4], [1, 3, 6]]  # at most two joined; 6 waited its turn
+    assert results == {1: 10, 2: 20, 3: 30, 4: 40, 6: 60}
