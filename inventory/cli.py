@@ -416,7 +416,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_reconcile)
 
     p = sub.add_parser("bench", help="throughput and latency against the limits of the parts")
-    p.add_argument("--quick", action="store_true", help="a smaller run (about two minutes)")
+    p.add_argument(
+        "--quick", action="store_true", help="fewer requests and configurations (about 2 minutes)"
+    )
     p.add_argument("--requests", type=int, help="requests per load per round")
     p.add_argument("--rounds", type=int, help="rounds; rates are their median (default 3)")
     p.add_argument("--concurrency", type=int, help="concurrent callers (default 16)")

@@ -4,7 +4,11 @@
         lease.tokens["g1"]   # fencing token for that name (None: the backend has none)
         lease.check()        # raises LockLost if the lock may have been lost; call before commit
 
-Names are taken in sorted order so two holders of overlapping sets never deadlock.
+    with locks.claim(["g1", "g2"]) as claim:   # combining: wait, use what is held, wait again
+        held = claim.wait(deadline)
+
+Several names never deadlock: ZooKeeper enqueues a claim on all its names in one transaction,
+the other backends take them in sorted order (base.py says more).
 Errors: LockTimeout (waited too long), LockUnavailable (the lock service is down),
 LockLost (held once, no longer safe). All end a request in a 503 and nothing committed.
 """
@@ -12,6 +16,7 @@ LockLost (held once, no longer safe). All end a request in a 503 and nothing com
 from __future__ import annotations
 
 from shared.locks.base import (
+    Claim,
     Lease,
     LockBackend,
     LockError,
@@ -23,6 +28,7 @@ from shared.locks.base import (
 from shared.locks.factory import make_lock_backend
 
 __all__ = [
+    "Claim",
     "Lease",
     "LockBackend",
     "LockError",

@@ -1,62 +1,32 @@
-"""ZooKeeper locks: the ephemeral-sequential recipe (each waiter watches only its predecessor, the
-article's "high-efficiency" lock, no herd effect), for several names at once.
-
-Why not kazoo's Lock recipe: it queues on one path per instance, so holding n names costs n
-whole lock cycles one after another (create, getChildren, delete each), and its acquire cannot
-share a ZooKeeper transaction with anything. Combining (stock_service/deduction.py) holds the
-names of a whole batch of deductions at once. Here a claim on n names is enqueued in one `multi`
-transaction (one node per name, all created atomically), their queues are read with pipelined
-getChildren, and they are released with one `multi` delete: two write transactions per hold,
-whatever n is. The node names follow kazoo's convention (`<uuid>__lock__<sequence>`), so
-kazoo's Lock and its `contenders()` see these nodes as contenders, and the other way round.
-
-Deadlock: a claim enqueues on all its names in one transaction, so ZooKeeper's zxid order puts
-any two claims in the same order in every queue they share. A claim only ever waits for
-claims enqueued before it, so waiting can never go round in a circle.
-
-Fencing token: the pzxid of the lock path in the getChildren2 reply that shows the holder its
-node is first (the zxid of the last change to that path's children). No request is spent on it:
-getChildren2 costs what getChildren does, and the check needs the children anyway. It only
-grows from holder to holder: a holder finds itself first only after its predecessor's node was
-deleted (released, or gone with an expired session), a change of the path's children whose zxid
-is above every zxid the predecessor could have seen, its token included. The node's own czxid
-would be a token too (the recipe used it, from the create2 reply), but kazoo's multi does not
-return create2 stats, and mixing the two on one path could go backwards: a waiter's czxid can
-be below the pzxid its predecessor saw.
+"""ZooKeeper locks: the connection, its state, and the cleanup of lock nodes left behind.
+The lock recipe itself (several names per claim, fencing tokens) is in zookeeper_claim.py.
 
 The client's connection state is watched: once it has been SUSPENDED or LOST since a claim
 began, its leases report themselves no longer held, and the holder aborts before commit.
+
+A reply lost with the connection (a leader dies, a socket resets) does not end the session, so a
+node the client could not delete, or does not know it created, would block its queue for as long
+as the process lives: such nodes are found by their unique prefix and deleted once reconnected.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
-import time
-import uuid
 from collections.abc import Iterable
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
-    ConnectionLoss,
     KazooException,
     NoNodeError,
-    OperationTimeoutError,
-    RolledBackError,
-    SessionExpiredError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
 
-from shared.locks.base import Claim, Lease, LockBackend, LockUnavailable
+from shared.locks.base import LockBackend, LockUnavailable
 from shared.locks.kazoo_handler import PollingHandler
+from shared.locks.zookeeper_claim import ZooKeeperClaim
 
 log = logging.getLogger(__name__)
-
-NODE_MARK = "__lock__"
-SEQUENCE = re.compile(r"__lock__(\d{10})$")
-# Lost on the wire, not on the server: wait for the connection to come back and try again.
-TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
 
 
 class ZooKeeperLocks(LockBackend):
@@ -80,6 +50,12 @@ class ZooKeeperLocks(LockBackend):
         self._state_waiters: set[threading.Event] = set()
         self._guard = threading.Lock()
         self._parents: set[str] = set()  # lock paths known to exist (never deleted)
+        # Nodes a claim could not delete (or could not tell whether it created) while the
+        # connection was down, as (lock path, node prefix). The session outlives a short
+        # disconnection, and so would these nodes, blocking their queues for good: they are
+        # deleted once the connection is back.
+        self._leftovers: set[tuple[str, str]] = set()
+        self._reaping = threading.Lock()
 
     @property
     def client(self) -> KazooClient:
@@ -89,6 +65,9 @@ class ZooKeeperLocks(LockBackend):
     def _on_state(self, state: str) -> None:
         if state == KazooState.CONNECTED:
             self.connected.set()
+            if self._leftovers:
+                # Listeners run on kazoo's connection thread, which must not block on requests.
+                threading.Thread(target=self.reap, name="zk-reaper", daemon=True).start()
         else:
             self.connected.clear()
             self.interruptions += 1
@@ -135,6 +114,30 @@ class ZooKeeperLocks(LockBackend):
             else:
                 self._state_waiters.discard(event)
 
+    def leave_behind(self, lock_path: str, prefix: str) -> None:
+        """Delete our node(s) under lock_path named with prefix, now or once reconnected."""
+        with self._guard:
+            self._leftovers.add((lock_path, prefix))
+        if self.connected.is_set():
+            self.reap()
+
+    def reap(self) -> None:
+        with self._reaping:
+            with self._guard:
+                pending = sorted(self._leftovers)
+            for lock_path, prefix in pending:
+                try:
+                    for child in self._client.get_children(lock_path):
+                        if child.startswith(prefix):
+                            self._client.delete(f"{lock_path}/{child}")
+                except NoNodeError:
+                    pass  # the lock path or the node is gone already
+                except (KazooException, KazooTimeoutError) as exc:
+                    log.warning("zookeeper: %s/%s* not deleted yet (%r)", lock_path, prefix, exc)
+                    continue  # retried on the next reconnection
+                with self._guard:
+                    self._leftovers.discard((lock_path, prefix))
+
     def new_claim(self, names: list[str]) -> ZooKeeperClaim:
         self._ensure_started()
         return ZooKeeperClaim(self, names)
@@ -151,198 +154,3 @@ class ZooKeeperLocks(LockBackend):
             self._client.stop()
             self._client.close()
             self._started = False
-
-
-class ZooKeeperClaim(Claim):
-    def __init__(self, locks: ZooKeeperLocks, names: list[str]) -> None:
-        super().__init__(names)
-        self.locks = locks
-        self.client = locks.client
-        # Props to kazoo (and Curator before it): a create can succeed on the server while
-        # its reply is lost; the unique prefix lets us find our node on retry.
-        self.prefix = uuid.uuid4().hex + NODE_MARK
-        self.nodes: dict[str, str] = {}  # name -> our node's full path
-        self.tokens: dict[str, int | None] = {}
-        self.released: set[str] = set()
-        self.create_tried = False
-        self.interruptions_at = locks.interruptions
-        self.woken = threading.Event()
-
-    # --- waiting ---------------------------------------------------------------------------
-
-    def wait(self, deadline: float) -> frozenset[str]:
-        while True:
-            if not self._connected_by(deadline):
-                if self.held:
-                    return frozenset(self.held)
-                raise LockUnavailable("zookeeper", f"connection {self.client.state.lower()}")
-            try:
-                if not self.nodes and not self.held:
-                    self._enqueue()
-                blocked = self._check()
-                if not blocked:
-                    return frozenset(self.held)
-                if time.monotonic() >= deadline:
-                    return frozenset(self.held)
-                self._wait_for(blocked, deadline)
-            except TRANSIENT:
-                continue  # the loop waits for the connection, then checks again
-            except SessionExpiredError as exc:
-                raise LockUnavailable(
-                    "zookeeper", "session expired; the lock nodes are gone"
-                ) from exc
-            except KazooException as exc:
-                raise LockUnavailable("zookeeper", type(exc).__name__) from exc
-
-    def _connected_by(self, deadline: float) -> bool:
-        return self.locks.connected.wait(max(deadline - time.monotonic(), 0.0))
-
-    def _wanted(self) -> list[str]:
-        return [n for n in self.names if n not in self.released]
-
-    def _enqueue(self) -> None:
-        names = self._wanted()
-        self.locks.ensure_parents(names)
-        found = self._find_nodes(names) if self.create_tried else {}
-        self.create_tried = True
-        if found:
-            self.nodes = found
-            return
-        if len(names) == 1:
-            created = self.client.create(
-                f"{self.locks.path(names[0])}/{self.prefix}", b"", ephemeral=True, sequence=True
-            )
-            self.nodes = {names[0]: created}
-            return
-        transaction = self.client.transaction()
-        for name in names:
-            transaction.create(
-                f"{self.locks.path(name)}/{self.prefix}", b"", ephemeral=True, sequence=True
-            )
-        results = transaction.commit()
-        # A failed multi applies nothing and reports RolledBackError for every other op.
-        failures = [
-            r for r in results if isinstance(r, Exception) and not isinstance(r, RolledBackError)
-        ]
-        if failures:
-            if isinstance(failures[0], NoNodeError):
-                self.locks.forget_parents(names)  # someone removed a lock path: make it again
-            self.create_tried = False  # nothing was created
-            raise failures[0]
-        self.nodes = dict(zip(names, results, strict=True))
-
-    def _find_nodes(self, names: list[str]) -> dict[str, str]:
-        """After a create whose reply was lost: our nodes, if the create was applied."""
-        found = {}
-        for name in names:
-            for child in self.client.get_children(self.locks.path(name)):
-                if child.startswith(self.prefix):
-                    found[name] = f"{self.locks.path(name)}/{child}"
-        return found
-
-    def _check(self) -> dict[str, str]:
-        """One pipelined round: the queue of every name not yet held. Names where our node is
-        first become held, with their token; returns the predecessor we wait behind, per
-        blocked name."""
-        pending = [n for n in self._wanted() if n not in self.held]
-        replies = {
-            n: self.client.get_children_async(self.locks.path(n), include_data=True)
-            for n in pending
-        }
-        blocked = {}
-        for name, reply in replies.items():
-            children, stat = reply.get()
-            predecessor = _predecessor(children, self.nodes[name].rsplit("/", 1)[1])
-            if predecessor is None:
-                self.held.add(name)
-                self.tokens[name] = int(stat.pzxid)
-            else:
-                blocked[name] = f"{self.locks.path(name)}/{predecessor}"
-        return blocked
-
-    def _wait_for(self, blocked: dict[str, str], deadline: float) -> None:
-        """Until the first blocked name's predecessor goes, the connection changes, or the
-        deadline: then the caller checks every queue again."""
-        self.woken.clear()
-        self.locks.watch_state(self.woken, on=True)
-        try:
-            predecessor = next(iter(blocked.values()))
-            try:
-                self.client.get(predecessor, watch=lambda _event: self.woken.set())
-            except NoNodeError:
-                return  # gone already
-            self.woken.wait(max(deadline - time.monotonic(), 0.0))
-        finally:
-            self.locks.watch_state(self.woken, on=False)
-
-    # --- holding and releasing -------------------------------------------------------------
-
-    def lease(self, names: Iterable[str]) -> Lease:
-        chosen = sorted(names)
-        interruptions_at = self.interruptions_at
-        return Lease(
-            tokens={n: self.tokens[n] for n in chosen},
-            still_held=lambda: (
-                self.locks.interruptions == interruptions_at
-                and self.client.state == KazooState.CONNECTED
-            ),
-            details={n: self.nodes[n] for n in chosen},
-        )
-
-    def release(self, names: Iterable[str]) -> None:
-        paths = []
-        for name in sorted(set(names)):
-            if name in self.released:
-                continue
-            self.released.add(name)
-            self.held.discard(name)
-            if name in self.nodes:
-                paths.append(self.nodes.pop(name))
-        if paths:
-            self._delete(paths)
-
-    def _delete(self, paths: list[str]) -> None:
-        """One transaction for all; on any failure (a node gone with an expired session, the
-        connection lost), one by one, waiting for the connection a little: a node left
-        behind by a live session would block its queue until the process ends."""
-        try:
-            if len(paths) > 1:
-                transaction = self.client.transaction()
-                for path in paths:
-                    transaction.delete(path)
-                if not any(isinstance(r, Exception) for r in transaction.commit()):
-                    return
-            for path in paths:
-                self._delete_one(path)
-        except KazooException as exc:
-            log.warning("zookeeper lock release failed (%s); the nodes go with the session", exc)
-
-    def _delete_one(self, path: str) -> None:
-        for _attempt in range(3):
-            try:
-                self.client.delete(path)
-                return
-            except NoNodeError:
-                return
-            except TRANSIENT:
-                self.locks.connected.wait(self.locks.connect_timeout)
-        log.warning("zookeeper lock node %s not deleted; it goes with the session", path)
-
-
-def _predecessor(children: list[str], ours: str) -> str | None:
-    """The contender just ahead of our node, or None if ours is first. Raises if our node is
-    not there (the session that created it has expired)."""
-    mine = SEQUENCE.search(ours)
-    assert mine is not None
-    ahead = []
-    found = False
-    for child in children:
-        if child == ours:
-            found = True
-            continue
-        match = SEQUENCE.search(child)
-        if match and match.group(1) < mine.group(1):
-            ahead.append((match.group(1), child))
-    if not found:
-        raise SessionExpiredError()
-    return max(ahead)[1] if ahead else None
