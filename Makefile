@@ -5,13 +5,25 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint servers up down clean
+.PHONY: demo test lint servers up down clean constraints
 
-$(STAMP): pyproject.toml
+# constraints.txt pins every package to the version the tests passed with.
+$(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test,dev]'
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[test,dev]'
 	touch $(STAMP)
+
+# Upgrade the pins on purpose: the newest of everything in a scratch environment, frozen.
+constraints:
+	rm -rf .venv-constraints
+	$(PYTHON) -m venv .venv-constraints
+	.venv-constraints/bin/pip install --quiet '.[test,dev]'
+	{ sed -n '1,2p' constraints.txt; .venv-constraints/bin/pip freeze --exclude-editable \
+		| grep -v '^inventory-deduction'; } > constraints.txt.new
+	mv constraints.txt.new constraints.txt
+	rm -rf .venv-constraints
+	@echo "constraints.txt upgraded: run make test, then commit it"
 
 servers:
 	@scripts/ensure-servers.sh

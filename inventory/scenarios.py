@@ -11,7 +11,6 @@ from __future__ import annotations
 import itertools
 import os
 import signal
-import tempfile
 import threading
 import time
 import uuid
@@ -31,6 +30,7 @@ from inventory.check import CheckResult, print_results, run_check
 from inventory.client import StackClient
 from inventory.cpu import children
 from inventory.demo import RedisMonitor
+from inventory.homes import temporary_home
 from inventory.servers import (
     ServerProcess,
     pid_alive,
@@ -86,12 +86,12 @@ class Story:
 
 @contextmanager
 def scenario_stack(name: str, **env: str) -> Iterator[stack.StackState]:
-    home = Path(tempfile.mkdtemp(prefix=f"inventory-{name}-"))
-    state = stack.up(home=home, extra_env={**SCENARIO_ENV, **env}, say=lambda *_: None)
-    try:
-        yield state
-    finally:
-        stack.down(home=home, say=lambda *_: None)
+    with temporary_home(name) as home:
+        state = stack.up(home=home, extra_env={**SCENARIO_ENV, **env}, say=lambda *_: None)
+        try:
+            yield state
+        finally:
+            stack.down(home=home, say=lambda *_: None)
 
 
 @dataclass
@@ -217,9 +217,10 @@ def double_submit(console: Console | None = None) -> ScenarioResult:
         clicks = [Background(click) for _ in range(2)]
         answers = [c.result() for c in clicks]
         for i, answer in enumerate(answers, 1):
+            replayed = answer.headers.get("Idempotent-Replayed") == "true"
             story.show(
                 f"click {i}: HTTP {answer.status_code} {answer.json()}  "
-                f"Idempotent-Replayed: {answer.headers.get('Idempotent-Replayed')}"
+                + ("(Idempotent-Replayed: true)" if replayed else "(the original answer)")
             )
         order_ids = {a.json().get("orderId") for a in answers}
         flows = client.flows(next(iter(order_ids)))
@@ -578,12 +579,16 @@ def crash_mid_deduction(console: Console | None = None) -> ScenarioResult:
 def zk_leader_loss(
     console: Console | None = None, orders: int = 600, kill_after: float = 1.5
 ) -> ScenarioResult:
+    story = Story(console)
+    with temporary_home("zk-ensemble") as home:
+        return _zk_leader_loss(story, home, orders, kill_after)
+
+
+def _zk_leader_loss(story: Story, home: Path, orders: int, kill_after: float) -> ScenarioResult:
     import asyncio
 
     from inventory.loadtest import LoadConfig, drive
 
-    story = Story(console)
-    home = Path(tempfile.mkdtemp(prefix="inventory-zk-ensemble-"))
     ensemble = start_zookeeper_ensemble(home)
     try:
         hosts = ",".join(s.address for s in ensemble)
@@ -638,8 +643,8 @@ def zk_leader_loss(
             checks = run_check(
                 state.order_database_url, state.stock_database_url, goods_prefix=result.prefix
             )
-            if console:
-                print_results(checks, console)
+            if story.console:
+                print_results(checks, story.console)
     finally:
         for server in ensemble:
             server.stop()

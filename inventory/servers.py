@@ -7,6 +7,7 @@ each server gets its own data folder and a port nobody was listening on.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import socket
@@ -45,17 +46,40 @@ def wait_until(
     what: str,
     log: Path | None = None,
     interval: float = 0.1,
+    alive: Callable[[], bool] | None = None,
 ) -> None:
-    """Poll with a deadline; never sleep and hope."""
+    """Poll with a deadline; never sleep and hope. With `alive`, a process that died while
+    starting fails at once, with the last error line of its log."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
             return
+        if alive is not None and not alive():
+            raise ServerError(f"{what} exited while starting: {last_error(log)} (log: {log})")
         time.sleep(interval)
     tail = ""
     if log and log.exists():
         tail = "\n" + "\n".join(log.read_text(errors="replace").splitlines()[-20:])
     raise ServerError(f"{what} not ready within {timeout:.0f}s{tail}")
+
+
+ERROR_LINE = re.compile(r"\b(ERROR|FATAL|CRITICAL)\b")
+EXCEPTION_LINE = re.compile(r"^[\w.]+(Error|Exception): ")
+
+
+def last_error(log: Path | None) -> str:
+    """The line of a log that says why: the last exception line of a traceback, else the last
+    line marked ERROR or FATAL, else the last line."""
+    if log is None or not log.exists():
+        return "no log"
+    lines = [line.strip() for line in log.read_text(errors="replace").splitlines() if line.strip()]
+    for line in reversed(lines):
+        if EXCEPTION_LINE.match(line):
+            return line
+    for line in reversed(lines):
+        if ERROR_LINE.search(line) and "Worker failed to boot" not in line:
+            return line
+    return lines[-1] if lines else "empty log"
 
 
 def missing_servers() -> list[str]:
@@ -174,7 +198,13 @@ def start_zookeeper(
     pid = spawn(argv, log, folder)
     server = ServerProcess("zookeeper", port, pid, log)
     try:
-        wait_until(lambda: zk_ready(port), timeout, f"ZooKeeper on port {port}", log)
+        wait_until(
+            lambda: zk_ready(port),
+            timeout,
+            f"ZooKeeper on port {port}",
+            log,
+            alive=lambda: pid_alive(pid),
+        )
     except ServerError:
         server.stop()
         raise
@@ -215,7 +245,13 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
     pid = spawn(argv, log, folder)
     server = ServerProcess("redis", port, pid, log)
     try:
-        wait_until(lambda: redis_ready(port), timeout, f"Redis on port {port}", log)
+        wait_until(
+            lambda: redis_ready(port),
+            timeout,
+            f"Redis on port {port}",
+            log,
+            alive=lambda: pid_alive(pid),
+        )
     except ServerError:
         server.stop()
         raise

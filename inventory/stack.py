@@ -22,8 +22,14 @@ import httpx
 import migrations
 from inventory import servers
 from inventory.servers import ServerProcess, free_port, pid_alive, port_open, stop_pid, wait_until
+from shared.settings import Settings
 
 STATE_FILE = "stack.json"
+
+
+class SettingsError(ValueError):
+    """The stack was asked for settings the services would refuse, or that differ from those
+    of the stack already running: nothing was started."""
 
 
 def home_dir() -> Path:
@@ -42,6 +48,8 @@ class StackState:
     lock_backend: str
     lock_scope: str
     pids: dict[str, int] = field(default_factory=dict)  # what `up` started, by name
+    workers: int = 2
+    threads: int = 8
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -87,14 +95,30 @@ def up(
     say: Any = print,
 ) -> StackState:
     home = home or home_dir()
+    env = {**os.environ, **(extra_env or {})}
+    urls = {
+        "ORDER_DATABASE_URL": env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
+        "STOCK_DATABASE_URL": env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
+    }
+    try:  # what the services would refuse at start-up, refused before anything starts
+        settings = Settings.from_env({**env, **urls})
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
     existing = load_state(home)
     if existing and is_running(existing):
+        asked = (settings.lock_backend, settings.lock_scope, workers, threads)
+        running = (existing.lock_backend, existing.lock_scope, existing.workers, existing.threads)
+        if asked != running:
+            raise SettingsError(
+                f"a stack is already running with LOCK_BACKEND={running[0]}, "
+                f"LOCK_SCOPE={running[1]}, --workers {running[2]}, --threads {running[3]} "
+                f"(state in {home / STATE_FILE}); `inventory down` first to start another"
+            )
         say(f"stack already running (state in {home / STATE_FILE})")
         return existing
     if existing:
         down(home, say=lambda *_: None)  # a half-dead stack: clear what is left
     home.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, **(extra_env or {})}
     started: dict[str, int] = {}
     try:
         zk_hosts = env.get("ZK_HOSTS")
@@ -113,12 +137,15 @@ def up(
             stock_url="",
             zk_hosts=zk_hosts,
             redis_url=redis_url,
-            order_database_url=env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
-            stock_database_url=env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
-            lock_backend=env.get("LOCK_BACKEND", "zookeeper"),
-            lock_scope=env.get("LOCK_SCOPE", "sku"),
+            order_database_url=urls["ORDER_DATABASE_URL"],
+            stock_database_url=urls["STOCK_DATABASE_URL"],
+            lock_backend=settings.lock_backend,
+            lock_scope=settings.lock_scope,
             pids=started,
+            workers=workers,
+            threads=threads,
         )
+        save_state(state)  # from here on, `down` can stop what was started even after a crash
         migrations.upgrade(state.order_database_url, "order")
         migrations.upgrade(state.stock_database_url, "stock")
         stock_port, order_port = preferred_port(8082), preferred_port(8081)
@@ -135,7 +162,10 @@ def up(
         )
         save_state(state)
         for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
-            wait_until(partial(healthy, url), 60, name, home / f"{name}.log")
+            pid = started[name]
+            wait_until(
+                partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
+            )
     except BaseException:
         for pid in reversed(list(started.values())):
             stop_pid(pid)
@@ -172,6 +202,10 @@ def start_service(
         "2048",
         "--error-logfile",
         "-",
+        # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl by default: one path
+        # for every gunicorn of the user, which the two services (and every stack a test
+        # starts) would fight over. Nothing here uses it.
+        "--no-control-socket",
     ]
     return servers.spawn(argv, home / f"{module}.log", home, env)
 

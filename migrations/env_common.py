@@ -2,12 +2,41 @@
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from pathlib import Path
+
 from alembic import context
-from sqlalchemy import engine_from_config, pool
+from sqlalchemy import engine_from_config, make_url, pool
+
+URL_VARIABLES = {"order": "ORDER_DATABASE_URL", "stock": "STOCK_DATABASE_URL"}
+
+
+def cli_url(section: str, ini_url: str | None) -> str | None:
+    """Run from the alembic command line (`alembic -n order upgrade head`): the database the
+    services would use. ORDER_/STOCK_DATABASE_URL, else the running `inventory up` stack's,
+    else alembic.ini's file next to the current directory."""
+    variable = URL_VARIABLES.get(section)
+    if variable and os.environ.get(variable):
+        return os.environ[variable]
+    state = Path(os.environ.get("INVENTORY_HOME", ".inventory"), "stack.json")
+    if variable and state.exists():
+        try:
+            return str(json.loads(state.read_text())[f"{section}_database_url"])
+        except (ValueError, KeyError):
+            pass
+    return ini_url
 
 
 def run(version_table: str) -> None:
     config = context.config
+    if config.config_file_name is not None:  # the alembic command, not migrations.upgrade()
+        url = cli_url(config.config_ini_section, config.get_main_option("sqlalchemy.url"))
+        if url:
+            config.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+            shown = make_url(url).render_as_string(hide_password=True)
+            print(f"alembic: the {config.config_ini_section} database at {shown}", file=sys.stderr)
     if context.is_offline_mode():
         context.configure(
             url=config.get_main_option("sqlalchemy.url"),

@@ -162,7 +162,7 @@ class OrderFlow:
     def finish(
         self, order_id: str, status: str, reason: str | None, code: int, **extra: Any
     ) -> OrderAnswer:
-        self.store.finish(order_id, status, reason)
+        self.store.finish(order_id, status, reason, extra.get("shortfalls"))
         body: dict[str, Any] = {
             "orderId": order_id,
             "status": status,

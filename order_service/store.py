@@ -76,14 +76,35 @@ class OrderStore:
                 ],
             )
 
-    def finish(self, order_id: str, status: str, reason: str | None) -> None:
-        """Move a PENDING order to its outcome (or record why it is still PENDING)."""
+    def finish(
+        self,
+        order_id: str,
+        status: str,
+        reason: str | None,
+        shortfalls: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Move a PENDING order to its outcome (or record why it is still PENDING), with the
+        shortfall of each line the stock service refused, in one transaction."""
         with transaction(self.engine, DB) as conn:
-            conn.execute(
+            moved = conn.execute(
                 update(orders)
                 .where(orders.c.id == order_id, orders.c.status == PENDING)
                 .values(status=status, reason=reason, updated_at=now())
-            )
+            ).rowcount
+            if not moved:
+                return  # settled already (a replay, the reconciler): leave it as it is
+            for short in shortfalls or []:
+                conn.execute(
+                    update(order_details)
+                    .where(
+                        order_details.c.order_id == order_id,
+                        order_details.c.goods_id == short.get("goodsId"),
+                    )
+                    .values(
+                        available=_int_or_none(short.get("available")),
+                        seed_version=_int_or_none(short.get("seedVersion")),
+                    )
+                )
 
     def settle(self, order_id: str, was: str, status: str, reason: str) -> bool:
         """Reconciliation: move an order from `was` to `status`; False if it had moved on."""
@@ -148,3 +169,8 @@ class OrderStore:
             row["created_at"],
             row["updated_at"],
         )
+
+
+def _int_or_none(value: Any) -> int | None:
+    """The stock service's numbers, taken only if they are numbers."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

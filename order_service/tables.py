@@ -27,4 +27,8 @@ order_details = Table(
     Column("order_id", String(32), ForeignKey("orders.id"), nullable=False, index=True),
     Column("goods_id", String(64), nullable=False),
     Column("goods_num", Integer, nullable=False),
+    # Set only on a line refused for lack of stock: what the stock service had, and the seed
+    # version of that level. The checker tells a lost sale from a refusal that was right then.
+    Column("available", Integer, nullable=True),
+    Column("seed_version", Integer, nullable=True),
 )

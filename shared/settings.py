@@ -114,6 +114,11 @@ class Settings:
             raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
         if self.stock_call_retries < 0:
             raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
+        if self.lock_backend == "database" and self.stock_database_url.startswith("sqlite"):
+            # shared/locks/database.py says why: SQLite has no row locks to wait on.
+            raise ValueError(
+                "LOCK_BACKEND=database needs a PostgreSQL or MySQL STOCK_DATABASE_URL, not SQLite"
+            )
 
 
 def _convert(raw: str, default: Any) -> Any:

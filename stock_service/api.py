@@ -60,7 +60,12 @@ def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
     timing = {"Server-Timing": result.timings.header()}
     if result.outcome is Outcome.INSUFFICIENT:
         body["shortfalls"] = [
-            {"goodsId": s.goods_id, "requested": s.requested, "available": s.available}
+            {
+                "goodsId": s.goods_id,
+                "requested": s.requested,
+                "available": s.available,
+                "seedVersion": s.seed_version,
+            }
             for s in result.shortfalls
         ]
         return jsonify(body), 409, timing

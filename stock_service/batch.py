@@ -32,6 +32,9 @@ class Shortfall:
     goods_id: str
     requested: int
     available: int
+    # The seed version of the level it was refused against (set by the store): a checker
+    # tells a lost sale from a refusal before the goods was seeded again.
+    seed_version: int | None = None
 
 
 @dataclass(frozen=True)

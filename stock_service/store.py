@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Engine, bindparam, insert, select, update
@@ -170,6 +171,7 @@ class StockStore:
             rows, flagged = self._read(goods_ids, [r.flag for r in requests])
             the_plan = plan(list(requests), {g: int(row.num) for g, row in rows.items()}, flagged)
             self.faults.fire("stop_after_read")
+            _stamp_versions(the_plan.decisions, rows)
             if not the_plan.changed:
                 return the_plan.decisions
             try:
@@ -257,3 +259,11 @@ class StockStore:
             f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
             f"since this holder (token {token}) read it"
         )
+
+
+def _stamp_versions(decisions: list[Decision], rows: dict[str, Any]) -> None:
+    for decision in decisions:
+        decision.shortfalls = [
+            replace(s, seed_version=int(rows[s.goods_id].seed_version)) if s.goods_id in rows else s
+            for s in decision.shortfalls
+        ]

@@ -16,9 +16,7 @@ Everything it starts, it stops; its folder is removed unless `keep` is set.
 from __future__ import annotations
 
 import os
-import shutil
 import statistics
-import tempfile
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +37,7 @@ from inventory.bench.loads import (
 )
 from inventory.bench.report import COMBINING, NO_LOCK, BenchReport, Measure, label
 from inventory.cpu import snapshot
+from inventory.homes import temporary_home
 from inventory.servers import ServerProcess, start_redis, start_zookeeper
 
 
@@ -165,7 +164,11 @@ def percentile_ms(values: list[float], p: float) -> float | None:
 
 def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> BenchReport:
     """`env` may name ZK_HOSTS and REDIS_URL; what it does not name is started here."""
-    home = Path(tempfile.mkdtemp(prefix="inventory-bench-"))
+    with temporary_home("bench", keep=config.keep or None, say=say) as home:
+        return _run_bench(home, config, env, say)
+
+
+def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -> BenchReport:
     own: list[ServerProcess] = []
     running: list[stack.StackState] = []
     drop_database = None
@@ -243,10 +246,6 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
             server.stop()
         if drop_database:
             drop_database()
-        if config.keep:
-            say(f"kept the bench's folder: {home}")
-        else:
-            shutil.rmtree(home, ignore_errors=True)
 
 
 def _seed_and_warm_up(

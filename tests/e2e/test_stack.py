@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inventory import stack
+from inventory import homes, stack
 from inventory.servers import pid_alive
 
 pytestmark = pytest.mark.e2e
@@ -89,3 +91,76 @@ def test_demo_tells_the_story_of_one_order(running_stack: stack.StackState) -> N
     assert "the story holds" in result.stdout
     assert "SET " in result.stdout and "DEL " in result.stdout  # the flag, seen by MONITOR
     assert "__lock__" in result.stdout  # the ephemeral sequential lock node
+
+
+def test_check_after_the_demo_says_the_data_holds(running_stack: stack.StackState) -> None:
+    """The demo's 50-unit order is refused with units left: no lost sale (issue 8's case)."""
+    demo = run_cli(Path(running_stack.home), "demo")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    check = run_cli(Path(running_stack.home), "check")
+    assert check.returncode == 0, check.stdout + check.stderr
+    assert "VIOLATED" not in check.stdout
+
+
+def test_up_again_with_other_settings_says_a_stack_is_running(
+    running_stack: stack.StackState,
+) -> None:
+    result = run_cli(Path(running_stack.home), "up", "--workers", "4")
+    assert result.returncode == 2
+    assert "a stack is already running with LOCK_BACKEND=zookeeper" in result.stderr
+    again = run_cli(Path(running_stack.home), "up")  # the same settings: fine, nothing new
+    assert again.returncode == 0, again.stderr
+    assert stack.load_state(Path(running_stack.home)) == running_stack
+
+
+def start_loadtest(home: Path) -> tuple[subprocess.Popen[str], Path, stack.StackState]:
+    """A load test that starts its own stack, caught once its stack is up."""
+    env = {**os.environ, "INVENTORY_HOME": str(home)}
+    for var in ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL"):
+        env.pop(var, None)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "inventory.cli", "loadtest", "--orders", "100000"],
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+    )
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        for own in Path(tempfile.gettempdir()).glob("inventory-loadtest-*"):
+            try:
+                owner = (own / homes.OWNER_FILE).read_text().split()[0]
+            except (OSError, IndexError):
+                continue  # a home being made, or being removed
+            state = stack.load_state(own)
+            mine = owner == str(process.pid) and state is not None and len(state.pids) == 4
+            if mine and state is not None and stack.is_running(state):
+                return process, own, state
+        assert process.poll() is None, process.communicate()[0]
+        time.sleep(0.2)
+    process.kill()
+    raise AssertionError("the load test's stack never came up")
+
+
+def test_a_load_test_stopped_with_sigterm_stops_its_stack(tmp_path: Path) -> None:
+    process, own, state = start_loadtest(tmp_path)
+    time.sleep(1)  # orders under way
+    process.send_signal(signal.SIGTERM)
+    output = process.communicate(timeout=60)[0]
+    assert process.returncode == 143, output
+    assert not any(pid_alive(pid) for pid in state.pids.values()), output
+    assert not own.exists()
+
+
+def test_status_and_down_find_a_stack_whose_run_was_killed(tmp_path: Path) -> None:
+    process, own, state = start_loadtest(tmp_path)
+    process.kill()  # SIGKILL: nothing of the run can clean up
+    process.communicate(timeout=30)
+    status = run_cli(tmp_path, "status", "--json")
+    left = json.loads(status.stdout)["left_behind"]
+    assert str(own) in [entry["home"] for entry in left]
+    down = run_cli(tmp_path, "down")
+    assert down.returncode == 0, down.stderr
+    assert f"left behind in {own}" in " ".join(down.stdout.split())
+    assert not any(pid_alive(pid) for pid in state.pids.values())
+    assert not own.exists()

@@ -57,6 +57,9 @@ def test_insufficient_stock_fails_the_order_at_once(services: Services) -> None:
     assert response.json["reason"] == "insufficient_stock"
     assert [o["status"] for o in services.orders_of(user)] == ["FAILED"]
     assert services.level(goods) == 1
+    # The shortfall is kept with the line, for the checker's no-lost-sale rule.
+    [line] = services.details_of(response.json["orderId"])
+    assert (line.available, line.seed_version) == (1, 1)
 
 
 def test_a_double_submit_with_one_idempotency_key_makes_one_order(services: Services) -> None:

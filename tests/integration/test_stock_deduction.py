@@ -41,11 +41,11 @@ def reduce(s: Services, flag: str, lines: list[tuple[str, int]]) -> tuple[int, d
 def test_eighty_buyers_never_oversell_twenty_units(
     settings: Settings, backend: str, scope: str, batch_max: int
 ) -> None:
-    configured = settings.with_(lock_backend=backend, lock_scope=scope, deduct_batch_max=batch_max)
     if backend == "database" and settings.stock_database_url.startswith("sqlite"):
-        with pytest.raises(ValueError, match="PostgreSQL or MySQL"):
-            stock_service.create_app(configured)
+        with pytest.raises(ValueError, match="PostgreSQL or MySQL"):  # refused as a setting
+            stock_service.create_app(settings.with_(lock_backend=backend))
         return
+    configured = settings.with_(lock_backend=backend, lock_scope=scope, deduct_batch_max=batch_max)
     goods = unique()
     with running_services(configured) as s:
         s.seed(goods, 20)
@@ -109,7 +109,7 @@ def test_multi_line_order_with_one_short_line_changes_nothing(services: Services
     flag_in_redis(services, flag)
     status, body = reduce(services, flag, [(a, 3), (b, 2), (c, 3)])
     assert status == 409 and body["outcome"] == "insufficient"
-    assert body["shortfalls"] == [{"goodsId": b, "requested": 2, "available": 1}]
+    assert body["shortfalls"] == [{"goodsId": b, "requested": 2, "available": 1, "seedVersion": 1}]
     assert [services.level(g) for g in (a, b, c)] == [10, 1, 10]
     assert services.flows(flag=flag) == []
 

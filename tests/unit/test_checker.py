@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from inventory.check import CheckResult, run_check
+from inventory.check import REFUSED, CheckResult, run_check
 from order_service.tables import metadata as order_metadata
 from order_service.tables import order_details, orders
 from stock_service.tables import stock, stock_flow
@@ -46,39 +46,64 @@ class Shop:
         self.engine = sa.create_engine(url)
         self.n = 0
 
-    def level(self, goods: str, seeded: int, num: int) -> None:
+    def level(self, goods: str, seeded: int, num: int, version: int = 1) -> None:
         with self.engine.begin() as c:
+            c.execute(sa.delete(stock).where(stock.c.goods_id == goods))
             c.execute(
                 sa.insert(stock).values(
                     goods_id=goods,
                     num=num,
                     seeded_num=seeded,
-                    seed_version=1,
+                    seed_version=version,
                     fence=0,
                     updated_at=NOW,
                 )
             )
 
-    def order(self, status: str, lines: dict[str, int], flows: dict[str, int] | None = None) -> str:
+    def order(
+        self,
+        status: str,
+        lines: dict[str, int],
+        flows: dict[str, int] | None = None,
+        version: int = 1,
+        reason: str | None = None,
+        short: dict[str, tuple[int, int | None]] | None = None,
+    ) -> str:
+        """`short`: goods -> (available, seed version) of the lines refused for lack of stock."""
         self.n += 1
         order_id = f"o{self.n}"
         with self.engine.begin() as c:
             c.execute(
                 sa.insert(orders).values(
-                    id=order_id, user_id="u", status=status, created_at=NOW, updated_at=NOW
+                    id=order_id,
+                    user_id="u",
+                    status=status,
+                    reason=reason,
+                    created_at=NOW,
+                    updated_at=NOW,
                 )
             )
             for goods, num in lines.items():
+                available, seed_version = (short or {}).get(goods, (None, None))
                 c.execute(
                     sa.insert(order_details).values(
-                        id=f"{order_id}-{goods}", order_id=order_id, goods_id=goods, goods_num=num
+                        id=f"{order_id}-{goods}",
+                        order_id=order_id,
+                        goods_id=goods,
+                        goods_num=num,
+                        available=available,
+                        seed_version=seed_version,
                     )
                 )
         for goods, num in (flows or {}).items():
-            self.flow(order_id, goods, num)
+            self.flow(order_id, goods, num, version)
         return order_id
 
-    def flow(self, flag: str, goods: str, num: int) -> None:
+    def refused(self, lines: dict[str, int], short: dict[str, tuple[int, int | None]]) -> str:
+        """An order the stock service refused for lack of stock, as the order service records it."""
+        return self.order("FAILED", lines, reason=REFUSED, short=short)
+
+    def flow(self, flag: str, goods: str, num: int, version: int = 1) -> None:
         self.n += 1
         with self.engine.begin() as c:
             c.execute(
@@ -87,7 +112,7 @@ class Shop:
                     flag=flag,
                     goods_id=goods,
                     num=num,
-                    seed_version=1,
+                    seed_version=version,
                     created_at=NOW,
                 )
             )
@@ -98,12 +123,12 @@ def verdicts(url: str, **kwargs: object) -> dict[str, CheckResult]:
 
 
 def sold_out_shop(shop: Shop) -> None:
-    """Three units, five buyers of one each: three confirmed, two failed, stock zero."""
+    """Three units, five buyers of one each: three confirmed, two refused, stock zero."""
     shop.level("g1", seeded=3, num=0)
     for _ in range(3):
         shop.order("CONFIRMED", {"g1": 1}, flows={"g1": 1})
     for _ in range(2):
-        shop.order("FAILED", {"g1": 1})
+        shop.refused({"g1": 1}, short={"g1": (0, 1)})
 
 
 def test_a_clean_sold_out_shop_passes_every_check(tmp_path: Path) -> None:
@@ -111,7 +136,7 @@ def test_a_clean_sold_out_shop_passes_every_check(tmp_path: Path) -> None:
     sold_out_shop(Shop(url))
     results = verdicts(url)
     assert all(r.ok for r in results.values()), results
-    assert results["exact sell-out"].numbers["checked"] == 1
+    assert results["no lost sale"].numbers["checked"] == 2
     assert results["initial - final = flows"].numbers == {
         "deducted": 3,
         "flows": 3,
@@ -136,14 +161,25 @@ VIOLATIONS: dict[str, tuple[Callable[[Shop], None], str]] = {
         lambda s: [s.level("g1", 3, 2), s.order("FAILED", {"g1": 1}, {"g1": 1})],
         "orders match flows",
     ),
-    "a lost sale: stock left while demand exceeded it": (
+    "a lost sale: a one-unit order refused, two units left": (
         lambda s: [
             s.level("g1", 3, 2),
             s.order("CONFIRMED", {"g1": 1}, {"g1": 1}),
-            s.order("FAILED", {"g1": 1}),
-            s.order("FAILED", {"g1": 1}),
+            s.refused({"g1": 1}, short={"g1": (0, 1)}),
         ],
-        "exact sell-out",
+        "no lost sale",
+    ),
+    "a lost sale of a multi-line order: every line fits at the end": (
+        lambda s: [
+            s.level("g1", 5, 5),
+            s.level("g2", 5, 5),
+            s.refused({"g1": 2, "g2": 3}, short={"g2": (1, 1)}),
+        ],
+        "no lost sale",
+    ),
+    "a lost sale recorded before seed versions were kept": (
+        lambda s: [s.level("g1", 3, 3), s.order("FAILED", {"g1": 1}, reason=REFUSED)],
+        "no lost sale",
     ),
     "an order left pending": (
         lambda s: [s.level("g1", 3, 3), s.order("PENDING", {"g1": 1})],
@@ -194,3 +230,53 @@ def test_a_given_initial_level_and_a_goods_prefix_narrow_the_check(tmp_path: Pat
     assert all(r.ok for r in results.values())
     results = verdicts(url, goods_prefix="g", initial={"g1": 4})
     assert not results["initial - final = flows"].ok
+
+
+def test_an_order_too_big_for_what_is_left_is_no_lost_sale(tmp_path: Path) -> None:
+    """The demo: five phones, two sold, an order of 50 refused with 3 left. Nothing was lost,
+    though demand (52) exceeded supply (5) and stock is not zero."""
+    url = make_db(tmp_path / "demo.db")
+    shop = Shop(url)
+    shop.level("phone", seeded=5, num=3)
+    shop.order("CONFIRMED", {"phone": 2}, flows={"phone": 2})
+    shop.refused({"phone": 50}, short={"phone": (3, 1)})
+    results = verdicts(url)
+    assert all(r.ok for r in results.values()), results
+    assert results["no lost sale"].numbers == {"checked": 1, "earlier_seeds": 0, "lost": {}}
+
+
+def test_a_multi_line_order_refused_for_one_short_line_is_no_lost_sale(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "multi.db")
+    shop = Shop(url)
+    shop.level("g1", seeded=10, num=10)  # plenty
+    shop.level("g2", seeded=1, num=1)
+    shop.refused({"g1": 2, "g2": 3}, short={"g2": (1, 1)})
+    assert verdicts(url)["no lost sale"].ok
+
+
+def test_orders_of_an_earlier_seed_version_are_out_of_scope(tmp_path: Path) -> None:
+    """Re-seeded after a sell-out: the old version's refusals and sales do not count against
+    the new level (they did with the old demand-sum rule)."""
+    url = make_db(tmp_path / "reseed.db")
+    shop = Shop(url)
+    for _ in range(5):
+        shop.order("CONFIRMED", {"g1": 1}, flows={"g1": 1}, version=1)
+    for _ in range(15):
+        shop.refused({"g1": 1}, short={"g1": (0, 1)})
+    shop.level("g1", seeded=5, num=5, version=2)  # PUT /stock again: version 2, nothing sold
+    results = verdicts(url)
+    assert all(r.ok for r in results.values()), results
+    assert results["no lost sale"].numbers["earlier_seeds"] == 15
+    # A refusal against the new version while its units are there is still caught.
+    shop.refused({"g1": 1}, short={"g1": (0, 2)})
+    lost = verdicts(url)["no lost sale"]
+    assert not lost.ok and lost.numbers["checked"] == 1
+
+
+def test_an_order_failed_for_another_reason_is_not_a_refusal(tmp_path: Path) -> None:
+    url = make_db(tmp_path / "other.db")
+    shop = Shop(url)
+    shop.level("g1", seeded=3, num=3)
+    shop.order("FAILED", {"g1": 1}, reason="stock_unavailable: timeout")
+    result = verdicts(url)["no lost sale"]
+    assert result.ok and result.numbers["checked"] == 0

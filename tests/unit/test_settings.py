@@ -38,3 +38,12 @@ def test_environment_variables_are_field_names_in_upper_case() -> None:
 def test_bad_values_are_refused_with_the_variable_named(env: dict[str, str]) -> None:
     with pytest.raises(ValueError):
         Settings.from_env(env)
+
+
+def test_a_database_lock_on_sqlite_is_refused_and_on_postgresql_accepted() -> None:
+    with pytest.raises(ValueError, match="LOCK_BACKEND=database needs a PostgreSQL or MySQL"):
+        Settings.from_env({"LOCK_BACKEND": "database", "STOCK_DATABASE_URL": "sqlite:///s.db"})
+    settings = Settings.from_env(
+        {"LOCK_BACKEND": "database", "STOCK_DATABASE_URL": "postgresql+psycopg://pg/db"}
+    )
+    assert settings.lock_backend == "database"

@@ -1,0 +1,71 @@
+"""Argument types and the parser class: a mistake in an argument is one line and exit 2,
+before anything starts."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import NoReturn
+
+from rich.console import Console
+
+err = Console(stderr=True)
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse prints the whole usage before its error; this prints the error and where the
+    help is, on one line."""
+
+    def error(self, message: str) -> NoReturn:
+        line = f"[red]{self.prog}: {message}[/] (see {self.prog} --help)"
+        err.print(line, highlight=False, soft_wrap=True)
+        sys.exit(2)
+
+
+class Help(argparse.HelpFormatter):
+    """Shows each option's default, where it has one worth showing."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if (
+            "%(default)" not in text
+            and action.default not in (None, False, argparse.SUPPRESS)
+            and action.option_strings
+        ):
+            text += " (default: %(default)s)"
+        return text
+
+
+def at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be at least {minimum}, not {value}")
+        return value
+
+    parse.__name__ = f"whole number >= {minimum}"
+    return parse
+
+
+def ratio(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
+    return value

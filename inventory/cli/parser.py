@@ -1,0 +1,162 @@
+"""The `inventory` command line: every command, option, help text and default."""
+
+from __future__ import annotations
+
+from inventory.cli import run_commands as run
+from inventory.cli import stack_commands as stk
+from inventory.cli.options import Help, Parser, at_least, positive_float, ratio
+
+# Named here rather than imported, so `inventory --help` does not load the scenarios.
+SCENARIO_NAMES = [
+    "double-submit",
+    "slow-stock",
+    "lost-response",
+    "redis-flag-lost",
+    "stale-holder",
+    "crash-mid-deduction",
+    "zk-leader-loss",
+]
+DESCRIPTION = (
+    "Order and stock services that deduct inventory under a lock without overselling, "
+    "and the tools that prove it."
+)
+
+
+def build_parser() -> Parser:
+    parser = Parser(prog="inventory", description=DESCRIPTION, formatter_class=Help)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    def command(name: str, help: str) -> Parser:
+        made: Parser = sub.add_parser(name, help=help, description=help, formatter_class=Help)
+        return made
+
+    p = command("up", "start the local stack in the background (state in ./.inventory)")
+    p.add_argument("--workers", type=at_least(1), default=2, help="gunicorn workers per service")
+    p.add_argument(
+        "--threads", type=at_least(1), default=8, help="threads per stock-service worker"
+    )
+    p.set_defaults(func=stk.cmd_up)
+    p = command("down", "stop what `up` started, and any stack a killed run left behind")
+    p.set_defaults(func=stk.cmd_down)
+    p = command("status", "URLs and addresses of the running stack; stacks left behind")
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=stk.cmd_status)
+    p = command("seed", "set stock levels on the running stack: inventory seed g1=100 g2=5")
+    p.add_argument("levels", nargs="+", metavar="GOODS=NUM", help="a goods id and its level")
+    p.set_defaults(func=stk.cmd_seed)
+    p = command(
+        "migrate",
+        "migrate ORDER_DATABASE_URL and STOCK_DATABASE_URL (else the running stack's) to head",
+    )
+    p.set_defaults(func=stk.cmd_migrate)
+
+    p = command("demo", "the POST /genOrder demo (starts the stack if needed), or a scenario")
+    p.add_argument(
+        "scenario",
+        nargs="?",
+        default="order",
+        choices=["order", "herd", *SCENARIO_NAMES],
+        help="order: one order end to end (default); herd: the article's herd effect; "
+        "the others cause a fault for real (see the README)",
+    )
+    p.add_argument(
+        "--unfenced",
+        action="store_true",
+        help="stale-holder: with fencing off, to show the oversell it prevents",
+    )
+    p.add_argument(
+        "--keep",
+        action="store_true",
+        help="order: leave the stack it started running; scenarios and herd: keep their "
+        "folder (logs, databases) and print where it is",
+    )
+    p.add_argument(
+        "--waiters",
+        type=at_least(1),
+        nargs="+",
+        default=[5, 10, 20],
+        help="herd: numbers of waiters to compare",
+    )
+    p.add_argument(
+        "--hold-ms", type=positive_float, default=10, help="herd: how long each holder holds"
+    )
+    p.set_defaults(func=run.cmd_demo)
+
+    p = command("check", "check the invariants I1-I5 on the databases")
+    p.add_argument(
+        "--order-db",
+        help="order database URL (default: ORDER_DATABASE_URL, else the running stack's)",
+    )
+    p.add_argument(
+        "--stock-db",
+        help="stock database URL (default: STOCK_DATABASE_URL, else the running stack's)",
+    )
+    p.add_argument("--goods-prefix", default="", help="only goods ids starting with this")
+    p.add_argument(
+        "--initial",
+        nargs="*",
+        metavar="GOODS=NUM",
+        help="initial levels (default: the last seeded level of each goods id)",
+    )
+    p.add_argument("--json", action="store_true", help="as JSON")
+    p.set_defaults(func=stk.cmd_check)
+
+    p = command("loadtest", "many buyers over HTTP, then the invariant check")
+    p.add_argument("--orders", type=at_least(1), default=200, help="orders to place")
+    p.add_argument("--concurrency", type=at_least(1), default=32, help="concurrent buyers")
+    p.add_argument("--goods", type=at_least(1), default=1, help="goods ids")
+    p.add_argument("--stock", type=at_least(0), default=40, help="initial stock per goods id")
+    p.add_argument("--items", type=at_least(1), default=1, help="goods ids per order")
+    p.add_argument(
+        "--duplicates",
+        type=ratio,
+        default=0.0,
+        help="share of orders submitted twice with one Idempotency-Key (0-1)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of the buyers' choices")
+    p.add_argument(
+        "--lock",
+        choices=["zookeeper", "redis", "database", "none"],
+        help="start a stack for the run with this LOCK_BACKEND (database: needs "
+        "STOCK_DATABASE_URL on PostgreSQL or MySQL)",
+    )
+    p.add_argument(
+        "--scope", choices=["sku", "global"], help="start a stack for the run with this LOCK_SCOPE"
+    )
+    p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
+    p.add_argument(
+        "--keep", action="store_true", help="keep the folder of a stack started for the run"
+    )
+    p.set_defaults(func=run.cmd_loadtest)
+
+    p = command("reconcile", "settle orders whose flows appeared after the request")
+    p.add_argument(
+        "--older-than", type=positive_float, default=60, help="only orders older than (seconds)"
+    )
+    p.add_argument(
+        "--horizon-hours", type=positive_float, default=24, help="only orders younger than (hours)"
+    )
+    p.set_defaults(func=stk.cmd_reconcile)
+
+    p = command("bench", "throughput and latency against the limits of the parts")
+    p.add_argument(
+        "--quick", action="store_true", help="fewer requests and configurations (about 2 minutes)"
+    )
+    p.add_argument(
+        "--requests",
+        type=at_least(1),
+        help="requests per load per round (default 1200; --quick 600)",
+    )
+    p.add_argument("--rounds", type=at_least(1), help="rounds; rates are their median (default 3)")
+    p.add_argument("--concurrency", type=at_least(1), help="concurrent callers (default 16)")
+    p.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="a PostgreSQL or MySQL server to run on instead of SQLite (e.g. "
+        "postgresql+psycopg://postgres@127.0.0.1:5432/test): the bench creates a database of "
+        "its own there, migrates and fills it, and drops it afterwards",
+    )
+    p.add_argument("--keep", action="store_true", help="keep the bench's folder (logs)")
+    p.add_argument("--report", metavar="DIR", help="write bench.json and bench.png here")
+    p.set_defaults(func=run.cmd_bench)
+    return parser
