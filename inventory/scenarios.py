@@ -30,15 +30,9 @@ from inventory.check import CheckResult, print_results, run_check
 from inventory.client import StackClient
 from inventory.cpu import children
 from inventory.demo import RedisMonitor
+from inventory.ensemble import start_zookeeper_ensemble, zk_mode
 from inventory.homes import temporary_home
-from inventory.servers import (
-    ServerProcess,
-    pid_alive,
-    start_redis,
-    start_zookeeper_ensemble,
-    wait_until,
-    zk_mode,
-)
+from inventory.servers import ServerProcess, pid_alive, start_redis, wait_until
 from stock_service.faults import LAST_PID
 
 # Short timeouts so every story takes seconds; what each one means is in the README.
