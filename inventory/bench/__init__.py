@@ -2,7 +2,8 @@
 run (runner.py), with a light load client (inventory/http_load.py) and a report of figures,
 ratios and targets (report.py)."""
 
+from inventory.bench.config import BenchConfig
 from inventory.bench.report import BenchReport, Measure, print_report, write_report
-from inventory.bench.runner import BenchConfig, run_bench
+from inventory.bench.runner import run_bench
 
 __all__ = ["BenchConfig", "BenchReport", "Measure", "print_report", "run_bench", "write_report"]

@@ -51,21 +51,22 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
-def ratio(text: str) -> float:
+def _number(text: str) -> float:
     try:
-        value = float(text)
+        return float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+
+
+def ratio(text: str) -> float:
+    value = _number(text)
     if not 0 <= value <= 1:
         raise argparse.ArgumentTypeError(f"must be between 0 and 1, not {value}")
     return value
 
 
 def positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _number(text)
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
     return value

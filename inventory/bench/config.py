@@ -1,0 +1,80 @@
+"""What a bench run measures: its sizes (BenchConfig, with the quick and smoke presets) and the
+stack configurations it compares (a lock backend, a scope, combining on or off)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inventory.bench.report import COMBINING, NO_LOCK, label
+
+
+@dataclass
+class BenchConfig:
+    requests: int = 1200  # per load, per round
+    concurrency: int = 16
+    rounds: int = 3
+    limit_seconds: float = 3.0  # per limit, split into three rounds
+    warmup_seconds: float = 8.0
+    spread_goods: int = 100
+    backends: tuple[str, ...] = ("zookeeper", "redis", "database", NO_LOCK)
+    global_scope: bool = True  # also LOCK_SCOPE=global for ZooKeeper
+    database_url: str | None = None  # a server; the bench makes a database of its own there
+    keep: bool = False
+
+    @classmethod
+    def quick(cls) -> BenchConfig:
+        return cls(
+            requests=600,
+            limit_seconds=1.5,
+            warmup_seconds=5.0,
+            backends=("zookeeper", "redis", "database", NO_LOCK),
+            global_scope=False,
+        )
+
+    @classmethod
+    def smoke(cls) -> BenchConfig:
+        return cls(
+            requests=12,
+            concurrency=4,
+            rounds=1,
+            limit_seconds=0.3,
+            warmup_seconds=0.2,
+            spread_goods=5,
+            backends=("zookeeper", NO_LOCK),
+        )
+
+
+@dataclass(frozen=True)
+class StackConfig:
+    backend: str
+    scope: str = "sku"
+    batch_max: int = COMBINING
+
+    @property
+    def label(self) -> str:
+        return label(self.backend, self.scope, self.batch_max)
+
+    def env(self) -> dict[str, str]:
+        return {
+            "LOCK_BACKEND": self.backend,
+            "LOCK_SCOPE": self.scope,
+            "DEDUCT_BATCH_MAX": str(self.batch_max),
+        }
+
+
+def stack_configs(config: BenchConfig, database: str, notes: list[str]) -> list[StackConfig]:
+    out = []
+    for backend in config.backends:
+        if backend == NO_LOCK:
+            out.append(StackConfig(NO_LOCK, batch_max=1))
+            continue
+        if backend == "database" and database == "sqlite":
+            notes.append(
+                "database lock skipped: SQLite has no row locks (--database-url names a "
+                "PostgreSQL or MySQL server to include it)"
+            )
+            continue
+        scopes = ("sku", "global") if config.global_scope and backend == "zookeeper" else ("sku",)
+        for scope in scopes:
+            out += [StackConfig(backend, scope, COMBINING), StackConfig(backend, scope, 1)]
+    return out
