@@ -37,7 +37,7 @@ class RedisMonitor:
             self._ready.set()
             for event in monitor.listen():
                 command = str(event.get("command", ""))
-                if command.split(" ")[0].upper() in ("SET", "DEL"):
+                if command.split(" ")[0].upper() in ("SET", "EXISTS", "DEL"):
                     self.lines.append(command)
                 if self._stop.is_set():
                     return
@@ -118,8 +118,9 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
     for line in monitor.about(order_id) or ["(no command seen)"]:
         console.print(f"   {line}")
     console.print(
-        "   the order service SET the flag with a TTL; the stock service's DEL took it:"
-        " whoever deletes it owns the operation."
+        "   the order service SET the flag with a TTL; the stock service's pre-filter checked it"
+        " (EXISTS), and deleted it (DEL) once the deduction was committed: a retry after that is"
+        " a duplicate, a retry of an attempt that died before committing is served."
     )
 
     if watch:

@@ -40,7 +40,6 @@ def create_app(settings: Settings | None = None) -> Flask:
         locks,
         settings.lock_scope,
         settings.lock_timeout,
-        settings.flag_ttl,
         faults,
         batch_max=settings.deduct_batch_max,
         patience=settings.deduct_batch_patience,

@@ -1,7 +1,7 @@
 """PUT /reduceStock/{flag}, the article's steps, one function each:
 
-    pre-filter (delete the flag in Redis) -> [combined: lock -> check the flows -> deduct ->
-    commit -> release]
+    pre-filter (is the flag in Redis?) -> [combined: lock -> check the flows -> deduct ->
+    commit -> release] -> delete the flags that were decided
 
 The Redis flag is a fast filter, the stock-flow table the authority. The requests of this
 process that wait for the same lock are combined (shared/combining.py): one of them takes the
@@ -10,10 +10,15 @@ in arrival order (stock_service/batch.py), one transaction writes every deductio
 request gets its own answer. DEDUCT_BATCH_MAX=1 serves them one lock hold each, as the article
 does.
 
-When an attempt fails before anything is committed (lock timeout, lock lost, a dependency down;
-for a batch, that fails every request in it), the flag is put back, so the caller's retry with
-the same flag is served instead of being taken for a duplicate.
-"""
+A flag is deleted only once its operation is decided (deducted, duplicate or insufficient, all
+committed or read under the lock), not when an attempt begins. So an attempt that fails before
+anything is committed (lock timeout, lock lost, a dependency down) or whose worker dies in the
+middle (SIGKILL, a crash) leaves the flag in place, and the caller's retry with the same flag
+is served: no sale is lost. The article deleted the flag first ("whoever deletes it owns the
+operation"), which turned the retry of a dead attempt into a `duplicate`. Two attempts of one
+flag may now both pass the filter (a retry while the first still runs); they meet under the
+lock, where the stock flow (and its unique (flag, goods id) constraint) lets one deduct and
+answers the other `duplicate`."""
 
 from __future__ import annotations
 
@@ -26,8 +31,7 @@ from dataclasses import dataclass, field
 import redis
 
 from shared.combining import BatchHandle, Combiner
-from shared.db import DatabaseUnavailable
-from shared.locks import LockBackend, LockError, LockTimeout, lock_names
+from shared.locks import LockBackend, LockTimeout, lock_names
 from shared.locks.base import Claim
 from shared.timing import Stopwatch
 from stock_service.batch import Decision, Outcome, Request, Shortfall
@@ -82,7 +86,6 @@ class StockDeduction:
         locks: LockBackend,
         lock_scope: str,
         lock_timeout: float,
-        flag_ttl: int,
         faults: Faults = NO_FAULTS,
         batch_max: int = 32,
         patience: float = 0.1,
@@ -92,7 +95,6 @@ class StockDeduction:
         self.locks = locks
         self.lock_scope = lock_scope
         self.lock_timeout = lock_timeout
-        self.flag_ttl = flag_ttl
         self.faults = faults
         self.patience = patience
         self.batch_max = batch_max
@@ -102,25 +104,21 @@ class StockDeduction:
 
     def reduce(self, flag: str, lines: dict[str, int]) -> DeductionResult:
         watch = Stopwatch()
-        taken = self.take_flag(flag)
+        pending = self.flag_pending(flag)
         watch.lap("prefilter")
-        if not taken:
+        if not pending:
             log.info("flag %s not in redis: duplicate", flag)
             return DeductionResult(Outcome.DUPLICATE, timings=watch)
-        try:
-            self.faults.fire("delay_before_deduct")
-            submitted = time.perf_counter()
-            request = Request(flag, lines)
-            if self.locks.excludes:
-                decision, hold = self.combiner.submit(LANE, request, self.lock_timeout)
-            else:  # no lock, nothing to combine under: the baseline runs each request alone
-                [answer] = self.run_batch(LANE, [request], self.lock_timeout)
-                if isinstance(answer, BaseException):
-                    raise answer
-                decision, hold = answer
-        except (LockError, DatabaseUnavailable):
-            self.restore_flag(flag)
-            raise
+        self.faults.fire("delay_before_deduct")
+        submitted = time.perf_counter()
+        request = Request(flag, lines)
+        if self.locks.excludes:
+            decision, hold = self.combiner.submit(LANE, request, self.lock_timeout)
+        else:  # no lock, nothing to combine under: the baseline runs each request alone
+            [answer] = self.run_batch(LANE, [request], self.lock_timeout)
+            if isinstance(answer, BaseException):
+                raise answer
+            decision, hold = answer
         watch.laps["queue"] = max(hold.started - submitted, 0.0) * 1000
         watch.laps.update(hold.stages_ms)
         if decision.outcome is Outcome.DUPLICATE:
@@ -130,20 +128,24 @@ class StockDeduction:
         self.faults.fire("delay_after_commit")
         return DeductionResult(decision.outcome, decision.shortfalls, hold, watch)
 
-    def take_flag(self, flag: str) -> bool:
-        """Step 1, the Redis pre-filter: whoever deletes the flag owns the operation."""
+    def flag_pending(self, flag: str) -> bool:
+        """Step 1, the Redis pre-filter: the order service wrote the flag, and no attempt has
+        decided its operation yet (a decided one deletes it)."""
         try:
-            return bool(self.redis.delete(flag))
+            return bool(self.redis.exists(flag))
         except redis.RedisError as exc:
             raise RedisUnavailable(str(exc)) from exc
 
-    def restore_flag(self, flag: str) -> None:
+    def forget_flags(self, flags: list[str]) -> None:
+        """The last step: the operations of these flags are decided, so a later retry is told
+        `duplicate` at the pre-filter. One DEL for the whole batch, after the lock is released.
+        If Redis is down the flags stay, and a retry is told `duplicate` by the stock flow."""
+        if not flags:
+            return
         try:
-            self.redis.set(flag, "orderId", ex=self.flag_ttl, nx=True)
-        except redis.RedisError:
-            # The stock-flow check still stops a double deduction; the retry will be told
-            # `duplicate` and the caller's polling decides.
-            log.warning("could not restore flag %s in redis", flag)
+            self.redis.delete(*flags)
+        except redis.RedisError as exc:
+            log.warning("could not delete %d decided flags in redis: %s", len(flags), exc)
 
     def run_batch(
         self,
@@ -203,6 +205,13 @@ class StockDeduction:
                         results[i] = LockTimeout(
                             f"lock {missing[0]!r} not acquired within {timeout:.1f}s"
                         )
+        self.forget_flags(
+            [
+                r.flag
+                for r, result in zip(requests, results, strict=True)
+                if isinstance(result, tuple)
+            ]
+        )
         return [r for r in results if r is not None]
 
     def names_of(self, request: Request) -> frozenset[str]:

@@ -46,10 +46,11 @@ def test_without_fencing_the_stale_holder_oversells() -> None:
     assert "initial - final = flows" in result.violations
 
 
-def test_a_worker_killed_mid_deduction_rolls_back_and_the_next_waiter_proceeds() -> None:
+def test_a_worker_killed_mid_deduction_rolls_back_and_the_retry_is_served() -> None:
+    """No sale lost: the dead attempt left Alice's flag, so her retry deducted."""
     result = scenarios.crash_mid_deduction()
     assert result.ok, result
-    assert result.facts["alice"] in ("CONFIRMED", "FAILED")
+    assert result.facts == {"alice": "CONFIRMED", "level": 3}
     assert result.violations == []
 
 

@@ -66,7 +66,7 @@ def test_zookeeper_down_gives_503_naming_it_and_keeps_the_flag_for_a_retry(
         answer = s.stock.put(f"/reduceStock/{flag}", json=[{"goodsId": goods, "goodsNum": 1}])
         assert answer.status_code == 503
         assert answer.json["dependency"] == "zookeeper"
-        assert flags.exists(flag) == 1  # nothing committed, so the flag is put back
+        assert flags.exists(flag) == 1  # nothing committed, so the flag stays for the retry
 
         response = s.order.post("/genOrder", json={"userId": user, "goodsIds": [goods]})
         assert response.status_code == 503

@@ -47,7 +47,7 @@ def test_a_lock_held_too_long_ends_in_a_503_and_keeps_the_flag(settings: Setting
                 assert answer.status_code == 503
                 assert answer.json["dependency"] == "lock"
                 assert "timed out" in answer.json["error"]
-                assert flags.exists(flag) == 1  # put back: a retry is served, not a duplicate
+                assert flags.exists(flag) == 1  # still there: a retry is served, not a duplicate
                 assert s.level(goods) == 5
         finally:
             other.close()
