@@ -22,11 +22,14 @@ from typing import Any
 
 from sqlalchemy import Engine, func, select
 
+from order_service.store import INSUFFICIENT_STOCK
 from order_service.tables import order_details, orders
 from shared.db import make_engine
 from stock_service.tables import stock, stock_flow
 
-REFUSED = "insufficient_stock"  # the reason of an order refused for lack of stock
+REFUSED = (
+    INSUFFICIENT_STOCK  # the reason the order service gives an order refused for lack of stock
+)
 
 
 @dataclass

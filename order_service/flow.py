@@ -22,7 +22,14 @@ import redis
 from sqlalchemy.exc import IntegrityError
 
 from order_service.stock_client import UNKNOWN, StockAnswer, StockClient
-from order_service.store import CONFIRMED, FAILED, PENDING, OrderRow, OrderStore
+from order_service.store import (
+    CONFIRMED,
+    FAILED,
+    INSUFFICIENT_STOCK,
+    PENDING,
+    OrderRow,
+    OrderStore,
+)
 from shared.http_errors import ApiError
 from shared.ids import new_id
 
@@ -100,7 +107,7 @@ class OrderFlow:
             return self.undo_rejected(order_id, answer)
         if answer.outcome == "insufficient":
             return self.finish(
-                order_id, FAILED, "insufficient_stock", 409, shortfalls=_shortfalls(answer)
+                order_id, FAILED, INSUFFICIENT_STOCK, 409, shortfalls=_shortfalls(answer)
             )
         return self.confirm(order_id, answer)
 

@@ -15,6 +15,7 @@ from shared.ids import new_id
 
 DB = "order database"
 PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
+INSUFFICIENT_STOCK = "insufficient_stock"  # the reason of an order refused for lack of stock
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,7 @@ def percentile_ms(values: list[float], p: float) -> float | None:
 
 def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> BenchReport:
     """`env` may name ZK_HOSTS and REDIS_URL; what it does not name is started here."""
-    with temporary_home("bench", keep=config.keep or None, say=say) as home:
+    with temporary_home("bench", keep=config.keep, say=say) as home:
         return _run_bench(home, config, env, say)
 
 

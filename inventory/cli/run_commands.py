@@ -103,7 +103,7 @@ def cmd_loadtest(args: argparse.Namespace) -> int:
         assert state is not None
         return loadtest_on(state, config, args)
     env = {"LOCK_BACKEND": args.lock or "zookeeper", "LOCK_SCOPE": args.scope or "sku"}
-    with homes.temporary_home("loadtest", keep=args.keep or None, say=console.print) as home:
+    with homes.temporary_home("loadtest", keep=args.keep, say=console.print) as home:
         console.print(
             f"starting a stack for this run (lock {env['LOCK_BACKEND']}/{env['LOCK_SCOPE']}) ..."
         )

@@ -14,11 +14,10 @@ from rich.console import Console
 
 from inventory import homes, stack
 from inventory.cli.errors import UsageError
+from shared.settings import Settings
+from shared.validation import IDENTIFIER
 
 console = Console()
-
-SEED_PAIR = re.compile(r"^(?P<goods>[A-Za-z0-9_.:-]{1,64})=(?P<num>-?\d+)$")
-MAX_LEVEL = 1_000_000_000
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -79,17 +78,17 @@ def print_status(state: stack.StackState, as_json: bool) -> None:
 
 
 def parse_seed(pair: str) -> tuple[str, int]:
-    match = SEED_PAIR.match(pair)
-    if not match:
+    goods, _, num_text = pair.partition("=")
+    if not IDENTIFIER.match(goods) or not re.fullmatch(r"-?\d+", num_text):
         raise UsageError(
             f"not GOODS=NUM: {pair!r} (a goods id of letters, digits and _.:- then =, "
             "then a level, e.g. g1=100)"
         )
-    num = int(match["num"])
-    if not 0 <= num <= MAX_LEVEL:
-        why = "a level cannot be negative" if num < 0 else f"at most {MAX_LEVEL:,}"
-        raise UsageError(f"{pair}: the level must be between 0 and {MAX_LEVEL} ({why})")
-    return match["goods"], num
+    num, highest = int(num_text), Settings().max_stock_level  # what PUT /stock accepts
+    if not 0 <= num <= highest:
+        why = "a level cannot be negative" if num < 0 else f"at most {highest:,}"
+        raise UsageError(f"{pair}: the level must be between 0 and {highest} ({why})")
+    return goods, num
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
@@ -177,7 +176,6 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from order_service.stock_client import StockClient
     from order_service.store import OrderStore
     from shared.db import make_engine
-    from shared.settings import Settings
 
     state = stack.load_state()
     if state is None and not (
