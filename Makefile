@@ -5,7 +5,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint servers up down clean constraints
+.PHONY: demo test lint servers up down clean constraints cluster-up cluster-down chaos
 
 # constraints.txt pins every package to the version the tests passed with.
 $(STAMP): pyproject.toml constraints.txt
@@ -48,6 +48,16 @@ up: $(STAMP) servers
 
 down: $(STAMP)
 	$(BIN)/inventory down
+
+# The multi-node cluster (root) and a full chaos run on it (report in ./chaos-report).
+cluster-up: $(STAMP) servers
+	$(BIN)/inventory cluster up
+
+cluster-down: $(STAMP)
+	$(BIN)/inventory cluster down
+
+chaos: $(STAMP) servers
+	$(BIN)/inventory chaos
 
 clean: down
 	rm -rf .inventory

@@ -19,10 +19,10 @@ from inventory.servers import (
 )
 
 
-def zk_mode(port: int) -> str | None:
+def zk_mode(port: int, host: str = "127.0.0.1") -> str | None:
     """'leader', 'follower' or 'standalone' from the `srvr` four-letter word; None if down."""
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection((host, port), timeout=0.5) as s:
             s.sendall(b"srvr")
             reply = b""
             while chunk := s.recv(4096):

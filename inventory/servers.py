@@ -258,9 +258,9 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
     return server
 
 
-def redis_ready(port: int) -> bool:
+def redis_ready(port: int, host: str = "127.0.0.1") -> bool:
     try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as s:
+        with socket.create_connection((host, port), timeout=0.5) as s:
             s.sendall(b"PING\r\n")
             return s.recv(16).startswith(b"+PONG")
     except OSError:

@@ -177,13 +177,19 @@ def up(
 def start_service(
     module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
 ) -> int:
-    argv = [
+    argv = gunicorn_argv(module, f"127.0.0.1:{port}", workers, threads)
+    return servers.spawn(argv, home / f"{module}.log", home, env)
+
+
+def gunicorn_argv(module: str, bind: str, workers: int, threads: int) -> list[str]:
+    """One service under gunicorn (the local stack's and each replica of the cluster's)."""
+    return [
         sys.executable,
         "-m",
         "gunicorn",
         f"{module}:create_app()",
         "--bind",
-        f"127.0.0.1:{port}",
+        bind,
         "--workers",
         str(workers),
         "--worker-class",
@@ -207,7 +213,6 @@ def start_service(
         # starts) would fight over. Nothing here uses it.
         "--no-control-socket",
     ]
-    return servers.spawn(argv, home / f"{module}.log", home, env)
 
 
 def healthy(url: str) -> bool:

@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
-# Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis),
-# through apt-get when run as root; otherwise says what to install. Idempotent.
+# Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis), and
+# what the cluster needs (haproxy, nftables, iproute2), through apt-get when run as root;
+# otherwise says what to install. Idempotent.
 set -euo pipefail
 need=()
 if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
+if ! command -v haproxy >/dev/null 2>&1; then need+=(haproxy); fi
+if ! command -v nft >/dev/null 2>&1; then need+=(nftables); fi
+if ! command -v ip >/dev/null 2>&1; then need+=(iproute2); fi
 [ ${#need[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
   echo "installing ${need[*]} with apt-get ..."

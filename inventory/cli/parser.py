@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from inventory.cli import cluster_commands as clu
 from inventory.cli import run_commands as run
 from inventory.cli import stack_commands as stk
 from inventory.cli.options import Help, Parser, at_least, positive_float, ratio
@@ -159,4 +160,42 @@ def build_parser() -> Parser:
     p.add_argument("--keep", action="store_true", help="keep the bench's folder (logs)")
     p.add_argument("--report", metavar="DIR", help="write bench.json and bench.png here")
     p.set_defaults(func=run.cmd_bench)
+
+    p = command("cluster", "a multi-node cluster in network namespaces (root): up, down, status")
+    p.add_argument("action", choices=["up", "down", "status"])
+    p.add_argument(
+        "--workers", type=at_least(1), default=2, help="up: gunicorn workers per replica"
+    )
+    p.add_argument("--threads", type=at_least(1), default=8, help="up: threads per stock worker")
+    p.add_argument("--lock", choices=["zookeeper", "redis", "none"], help="up: LOCK_BACKEND")
+    p.add_argument(
+        "--no-fencing", dest="fencing", action="store_false", default=None, help="up: FENCING=false"
+    )
+    p.add_argument("--json", action="store_true", help="status: as JSON")
+    p.set_defaults(func=clu.cmd_cluster)
+
+    p = command("chaos", "load on the cluster while a nemesis injects faults; then check")
+    p.add_argument(
+        "--faults",
+        metavar="A,B,C",
+        help="faults to inject, in order (default: all; "
+        "--quick: a few); see the README for the names",
+    )
+    p.add_argument("--quick", action="store_true", help="a few faults, a few minutes (for CI)")
+    p.add_argument(
+        "--orders",
+        type=at_least(1),
+        help="keep the load on until this many orders (default 10000; --quick 500)",
+    )
+    p.add_argument(
+        "--lock",
+        choices=["zookeeper", "redis", "none"],
+        help="run the replicas with this LOCK_BACKEND for the run",
+    )
+    p.add_argument(
+        "--no-fencing", action="store_true", help="run the replicas with FENCING=false for the run"
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of buyers and nemesis")
+    p.add_argument("--report", metavar="DIR", default="chaos-report", help="where the report goes")
+    p.set_defaults(func=clu.cmd_chaos)
     return parser

@@ -1,0 +1,59 @@
+"""The history of a chaos run: one record per HTTP attempt, as the client saw it.
+
+Outcomes, Jepsen's way: `ok` (200: the order is confirmed), `fail` (409 insufficient_stock: a
+definite refusal), and `unknown` for everything else (no answer, 5xx, 202 PENDING, a FAILED
+order for another reason, which reconciliation may still turn into CONFIRMED). A checker may
+rely on ok and fail; an unknown may have happened or not.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from order_service.store import INSUFFICIENT_STOCK
+
+OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
+
+
+@dataclass
+class Op:
+    key: str  # the Idempotency-Key: one logical order
+    attempt: int  # 0 for the first send; retries and the double submit count up
+    double: bool  # the second of a double submit (sent while the first is in flight)
+    lines: dict[str, int]
+    invoke: float  # seconds since the start of the run
+    complete: float
+    status: int = 0  # HTTP status; 0 when no answer came
+    order_id: str | None = None
+    order_status: str | None = None
+    reason: str | None = None
+    outcome: str = UNKNOWN
+    extra: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def latency(self) -> float:
+        return self.complete - self.invoke
+
+
+def classify(status: int, body: object) -> tuple[str, str | None, str | None, str | None]:
+    """(outcome, order id, order status, reason) of one answer."""
+    data = body if isinstance(body, dict) else {}
+    order_id, order_status, reason = data.get("orderId"), data.get("status"), data.get("reason")
+    if status == 200 and order_status == "CONFIRMED":
+        return OK, order_id, order_status, reason
+    if status == 409 and order_status == "FAILED" and reason == INSUFFICIENT_STOCK:
+        return FAIL, order_id, order_status, reason
+    return UNKNOWN, order_id, order_status, reason if reason else data.get("error")
+
+
+def write(ops: Iterable[Op], path: Path) -> None:
+    with open(path, "w") as out:
+        for op in sorted(ops, key=lambda o: o.invoke):
+            out.write(json.dumps(asdict(op), sort_keys=True) + "\n")
+
+
+def read(path: Path) -> list[Op]:
+    return [Op(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
