@@ -9,13 +9,13 @@ from __future__ import annotations
 import contextlib
 import os
 import random
-import re
 import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from inventory.chaos import targets
 from inventory.cluster import netns, nodes, topology
 from inventory.cluster.deploy import ClusterState
 from inventory.servers import wait_until
@@ -53,7 +53,7 @@ def pause_stock_worker(state: ClusterState, rng: random.Random) -> str:
     """SIGSTOP to a stock worker caught inside its write transaction, if one is caught within
     3 s (PostgreSQL's pg_stat_activity names the connection, `ss` in the replica's host its
     process): the paused holder that fencing exists for. Else a worker at random."""
-    found = _writer_in_transaction(3.0)
+    found = targets.writer_in_transaction(3.0)
     if found is not None:
         replica, pid = found
         where = "in the middle of its write transaction"
@@ -66,36 +66,6 @@ def pause_stock_worker(state: ClusterState, rng: random.Random) -> str:
     _paused.append(pid)
     _kill(pid, signal.SIGSTOP)
     return f"SIGSTOP to {replica}'s worker {pid} {where}"
-
-
-WRITERS = (
-    "SELECT host(client_addr), client_port FROM pg_stat_activity "
-    "WHERE datname = 'stock' AND backend_xid IS NOT NULL AND client_addr IS NOT NULL"
-)
-
-
-def _writer_in_transaction(within: float) -> tuple[str, int] | None:
-    import psycopg
-
-    stock_hosts = {h.address: h for h in topology.by_role("stock")}
-    deadline = time.monotonic() + within
-    with psycopg.connect(nodes.libpq("stock"), autocommit=True) as conn:
-        while time.monotonic() < deadline:
-            for address, port in conn.execute(WRITERS).fetchall():
-                stock_host = stock_hosts.get(address)
-                pid = stock_host and _socket_owner(stock_host.namespace, port)
-                if stock_host and pid:
-                    return stock_host.name, pid
-            time.sleep(0.001)
-    return None
-
-
-def _socket_owner(namespace: str, port: int) -> int | None:
-    out = netns.run(
-        ["ip", "netns", "exec", namespace, "ss", "-tnpH", f"sport = :{port}"], check=False
-    ).stdout
-    found = re.search(r"pid=(\d+)", out)
-    return int(found.group(1)) if found else None
 
 
 _paused: list[int] = []
