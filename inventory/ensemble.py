@@ -7,15 +7,13 @@ import socket
 from pathlib import Path
 
 from inventory.servers import (
-    ZK_CONF_DIR,
-    ZK_JAR,
-    ZK_MAIN,
     ServerError,
     ServerProcess,
     free_port,
     missing_servers,
     spawn,
     wait_until,
+    zookeeper_argv,
 )
 
 
@@ -59,16 +57,7 @@ def start_zookeeper_ensemble(
                 "maxClientCnxns=0\nadmin.enableServer=false\n"
                 "4lw.commands.whitelist=ruok,srvr,stat,mntr\nforceSync=no\n" + members
             )
-            argv = [
-                "java",
-                "-Xmx256m",
-                "-cp",
-                f"{ZK_CONF_DIR}:{ZK_JAR}",
-                f"-Dzookeeper.log.dir={node}",
-                ZK_MAIN,
-                str(config),
-            ]
-            pid = spawn(argv, node / "zookeeper.log", node)
+            pid = spawn(zookeeper_argv(node, config), node / "zookeeper.log", node)
             servers.append(ServerProcess(f"zk{i + 1}", client, pid, node / "zookeeper.log"))
         wait_until(
             lambda: (

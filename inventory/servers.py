@@ -186,16 +186,7 @@ def start_zookeeper(
         f"forceSync={'yes' if fsync else 'no'}\n"
     )
     log = folder / "zookeeper.log"
-    argv = [
-        "java",
-        "-Xmx256m",
-        "-cp",
-        f"{ZK_CONF_DIR}:{ZK_JAR}",
-        f"-Dzookeeper.log.dir={folder}",
-        ZK_MAIN,
-        str(config),
-    ]
-    pid = spawn(argv, log, folder)
+    pid = spawn(zookeeper_argv(folder, config), log, folder)
     server = ServerProcess("zookeeper", port, pid, log)
     try:
         wait_until(
@@ -209,6 +200,19 @@ def start_zookeeper(
         server.stop()
         raise
     return server
+
+
+def zookeeper_argv(folder: Path, config: Path) -> list[str]:
+    """One ZooKeeper server (standalone or a member), the way that works here."""
+    return [
+        "java",
+        "-Xmx256m",
+        "-cp",
+        f"{ZK_CONF_DIR}:{ZK_JAR}",
+        f"-Dzookeeper.log.dir={folder}",
+        ZK_MAIN,
+        str(config),
+    ]
 
 
 def zk_ready(port: int) -> bool:

@@ -210,10 +210,11 @@ def down(say: Any = print) -> dict[str, int]:
     netns.require_root()
     counts = netns.teardown()
     home = home_dir()
-    if home.exists():
+    had_home = home.exists()
+    if had_home:
         shutil.rmtree(home, ignore_errors=True)
     say(
         f"stopped {counts['processes']} processes, removed {counts['namespaces']} namespaces "
-        f"and {counts['links']} links" + (f"; removed {home}" if counts else "")
+        f"and {counts['links']} links" + (f"; removed {home}" if had_home else "")
     )
     return counts

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 from collections.abc import Sequence
 
@@ -91,8 +92,6 @@ def pids_in(namespace: str) -> list[int]:
 def teardown() -> dict[str, int]:
     """Kill every process in our namespaces, delete the namespaces, then our links (the bridge
     and any veth left by a half-made host). Safe to run any number of times."""
-    import signal
-
     counts = {"processes": 0, "namespaces": 0, "links": 0}
     for namespace in namespaces():
         for pid in pids_in(namespace):

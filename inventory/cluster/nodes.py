@@ -21,7 +21,7 @@ from inventory import servers
 from inventory.cluster import netns, topology
 from inventory.cluster.topology import Host
 from inventory.ensemble import zk_mode
-from inventory.servers import ZK_CONF_DIR, ZK_JAR, ZK_MAIN, wait_until
+from inventory.servers import wait_until
 from inventory.stack import gunicorn_argv
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
@@ -90,15 +90,7 @@ def zookeeper(zk: Host, home: Path) -> Proc:
         "maxClientCnxns=0\nadmin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,srvr,stat,mntr\n" + peers
     )
-    argv = [
-        "java",
-        "-Xmx256m",
-        "-cp",
-        f"{ZK_CONF_DIR}:{ZK_JAR}",
-        f"-Dzookeeper.log.dir={folder}",
-        ZK_MAIN,
-        str(folder / "zoo.cfg"),
-    ]
+    argv = servers.zookeeper_argv(folder, folder / "zoo.cfg")
     return Proc(zk.name, zk.name, argv, str(folder / "zookeeper.log"))
 
 
