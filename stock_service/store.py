@@ -139,7 +139,8 @@ class StockStore:
 
         Fencing with one commit per hold. Each held name has a token that only grows. The
         write of a level is a compare-and-set: `SET num = new, fence = token WHERE fence =
-        <the fence this holder read>`, and only if that fence is below the token. So a write
+        <the fence this holder read>`, and only if that fence is not above the token (equal:
+        this same hold wrote the row, for an earlier part of a split batch). So a write
         lands only if no other write touched the row since this holder read it, and it moves
         the row's fence forward. Why this stays sound without committing a registration of
         the token before reading (what this store did before, at the price of a second commit
@@ -241,7 +242,9 @@ class StockStore:
     ) -> None:
         token = tokens[goods_id]
         assert token is not None
-        if seen >= token:
+        # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
+        # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
+        if seen > token:
             raise LockLost(
                 f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
                 f"since this holder (token {token}) acquired"
@@ -250,7 +253,7 @@ class StockStore:
         if conn.execute(WRITE_FENCED, params).rowcount == 1:
             return
         current = conn.execute(READ_FENCE, {"g": goods_id}).scalar_one_or_none()
-        if current is not None and current < token:
+        if current is not None and current <= token:
             raise _Overtaken(
                 f"{goods_id} was written by an older lock holder (token {current}) after "
                 f"this holder (token {token}) read it"

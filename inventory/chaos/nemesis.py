@@ -30,7 +30,7 @@ class Fault:
     what: str
     hold: float  # seconds between inject and heal
     inject: Callable[[ClusterState, random.Random], str]  # returns what it did, for the report
-    heal: Callable[[ClusterState], None]
+    heal: Callable[[ClusterState], str | None]  # returns what it saw, if worth a note
 
 
 def _ns(name: str) -> str:
@@ -50,30 +50,41 @@ def heal_stock_network(state: ClusterState) -> None:
 
 
 def pause_stock_worker(state: ClusterState, rng: random.Random) -> str:
-    """SIGSTOP to a stock worker caught inside its write transaction, if one is caught within
-    3 s (PostgreSQL's pg_stat_activity names the connection, `ss` in the replica's host its
-    process): the paused holder that fencing exists for. Else a worker at random."""
-    found = targets.writer_in_transaction(3.0)
-    if found is not None:
-        replica, pid = found
-        where = "in the middle of its write transaction"
-    else:
-        replica = rng.choice(("stock1", "stock2"))
-        workers = state.proc(replica).workers()
-        if not workers:
-            return f"{replica} had no worker to pause"
-        pid, where = rng.choice(workers), "(none caught writing within 3 s)"
-    _paused.append(pid)
+    """SIGSTOP to a stock worker caught inside its write transaction, holding rows it has
+    written and not committed (found and verified by targets.pause_writer): the paused holder
+    that fencing exists for. If none is caught within 3 s, a worker at random, and the report
+    says so."""
+    caught = targets.pause_writer(3.0)
+    if caught is not None:
+        _paused.append(caught)
+        return (
+            f"SIGSTOP to {caught.replica}'s worker {caught.pid} inside its write transaction, "
+            f"holding the rows of {', '.join(caught.rows)} (caught on signal {caught.attempts})"
+        )
+    replica = rng.choice(("stock1", "stock2"))
+    workers = state.proc(replica).workers()
+    if not workers:
+        return f"{replica} had no worker to pause"
+    pid = rng.choice(workers)
+    _stopped.append(pid)
     _kill(pid, signal.SIGSTOP)
-    return f"SIGSTOP to {replica}'s worker {pid} {where}"
+    return f"SIGSTOP to {replica}'s worker {pid} (none caught inside a write within 3 s)"
 
 
-_paused: list[int] = []
+_paused: list[targets.Paused] = []
+_stopped: list[int] = []
 
 
-def resume_paused(state: ClusterState) -> None:
+def resume_paused(state: ClusterState) -> str | None:
+    notes = []
     while _paused:
-        _kill(_paused.pop(), signal.SIGCONT)
+        caught = _paused.pop()
+        waiting = targets.resume(caught)
+        waited = "1 transaction was" if waiting == 1 else f"{waiting} transactions were"
+        notes.append(f"{waited} waiting for its rows when it was resumed")
+    while _stopped:
+        _kill(_stopped.pop(), signal.SIGCONT)
+    return "; ".join(notes) or None
 
 
 def kill_stock_workers(state: ClusterState, rng: random.Random) -> str:

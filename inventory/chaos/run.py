@@ -100,8 +100,9 @@ def _run(
         say(f"{start:6.1f} s  {name}: {what}")
         nemesis.sleep_until(started + start + fault.hold)
         heal = load.now()  # recovery counts from here: restarts and rejoins are part of it
-        fault.heal(state)
-        say(f"{load.now():6.1f} s  healed {name}")
+        seen = fault.heal(state)
+        say(f"{load.now():6.1f} s  healed {name}" + (f": {seen}" if seen else ""))
+        what = f"{what}; at the heal, {seen}" if seen else what
         nemesis.sleep_until(started + heal + config.recover)
         windows.append(report.Window(name, what, start, heal, load.now()))
     while load.orders < config.min_orders:

@@ -1,41 +1,133 @@
-"""Finding what to fault: the stock worker that is inside its write transaction right now.
+"""Pausing the stock worker that is inside its write transaction, and proving it was.
 
-pg_stat_activity names the connection of a transaction that has written (it has an xid); `ss`
-inside the replica's namespace names the process that owns that connection's port.
+A write transaction lasts a few milliseconds, so the search is built to stop a writer before it
+commits, and then to check that it did:
+- pg_stat_activity names every connection whose transaction has written (it has an xid);
+- the process owning that connection's port is looked up in a table made beforehand with `ss`
+  in each replica's namespace (an `ip netns exec` per lookup took longer than the transaction);
+- SIGSTOP at once; then pgrowlocks (PostgreSQL's contrib extension) says which stock rows the
+  stopped backend holds. No row held: it committed before the signal landed, so SIGCONT and try
+  again. A row of a hot goods id is preferred, since other buyers are sure to need it during the
+  pause; after half the search any row will do.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import signal
 import time
+from dataclasses import dataclass
+from typing import Any
 
 from inventory.cluster import netns, nodes, topology
 
 WRITERS = (
-    "SELECT host(client_addr), client_port FROM pg_stat_activity "
+    "SELECT pid, host(client_addr), client_port FROM pg_stat_activity "
     "WHERE datname = 'stock' AND backend_xid IS NOT NULL AND client_addr IS NOT NULL"
 )
+ROWS_HELD = (
+    "SELECT s.goods_id FROM pgrowlocks('stock') AS r JOIN stock AS s ON s.ctid = r.locked_row "
+    "WHERE %s = ANY(r.pids) ORDER BY s.goods_id"
+)
+BLOCKED_BEHIND = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = 'stock' "
+    "AND %s = ANY(pg_blocking_pids(pid))"
+)
+STATE = "SELECT state FROM pg_stat_activity WHERE pid = %s AND backend_xid IS NOT NULL"
+HOT = "-hot"  # the workload's hot goods ids contain this (inventory/chaos/workload.py)
 
 
-def writer_in_transaction(within: float) -> tuple[str, int] | None:
+@dataclass
+class Paused:
+    replica: str
+    pid: int  # the stopped gunicorn worker
+    backend: int  # its PostgreSQL backend, which holds the rows until the worker commits
+    rows: list[str]  # goods ids whose rows it has written and not committed
+    attempts: int  # signals sent until one landed inside the transaction
+
+
+def pause_writer(within: float) -> Paused | None:
+    """SIGSTOP a stock worker inside its write transaction, verified; None if none was caught
+    within `within` seconds (the worker is then running: every miss got its SIGCONT)."""
     import psycopg
 
-    stock_hosts = {h.address: h for h in topology.by_role("stock")}
-    deadline = time.monotonic() + within
+    started = time.monotonic()
+    deadline = started + within
+    owners = _socket_owners()
+    attempts = 0
     with psycopg.connect(nodes.libpq("stock"), autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS pgrowlocks")
         while time.monotonic() < deadline:
-            for address, port in conn.execute(WRITERS).fetchall():
-                stock_host = stock_hosts.get(address)
-                pid = stock_host and socket_owner(stock_host.namespace, port)
-                if stock_host and pid:
-                    return stock_host.name, pid
+            any_row = time.monotonic() > started + within / 2
+            for backend, address, port in conn.execute(WRITERS).fetchall():
+                owner = owners.get((address, port))
+                if owner is None:
+                    owners = _socket_owners()  # a connection opened since: look again
+                    continue
+                replica, pid = owner
+                attempts += 1
+                _signal(pid, signal.SIGSTOP)
+                rows = _rows_held(conn, backend, pid)
+                if rows and (any_row or any(HOT in g for g in rows)):
+                    return Paused(replica, pid, backend, rows, attempts)
+                _signal(pid, signal.SIGCONT)
             time.sleep(0.001)
     return None
 
 
-def socket_owner(namespace: str, port: int) -> int | None:
-    out = netns.run(
-        ["ip", "netns", "exec", namespace, "ss", "-tnpH", f"sport = :{port}"], check=False
-    ).stdout
-    found = re.search(r"pid=(\d+)", out)
-    return int(found.group(1)) if found else None
+def resume(paused: Paused) -> int:
+    """SIGCONT; returns how many other transactions were waiting for its rows just before."""
+    import psycopg
+
+    blocked = 0
+    with contextlib.suppress(psycopg.Error), psycopg.connect(nodes.libpq("stock")) as conn:
+        blocked = int(conn.execute(BLOCKED_BEHIND, (paused.backend,)).fetchone()[0])  # type: ignore[index]
+    _signal(paused.pid, signal.SIGCONT)
+    return blocked
+
+
+def _rows_held(conn: Any, backend: int, pid: int) -> list[str]:
+    """The stock rows `backend` holds once the worker is stopped, or [] if its transaction
+    ended. A signal takes effect a little after kill() returns (/proc says when: state T), and
+    a COMMIT already on the wire still lands, so the backend must be found waiting for its
+    stopped client ('idle in transaction') a moment after the stop, rows still held."""
+    for _ in range(100):
+        if _stopped(pid):
+            break
+        time.sleep(0.0005)
+    time.sleep(0.02)
+    state = conn.execute(STATE, (backend,)).fetchone()
+    if state is None or state[0] != "idle in transaction":
+        return []
+    return [g for (g,) in conn.execute(ROWS_HELD, (backend,)).fetchall()]
+
+
+def _stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] == "T"
+    except OSError:
+        return True  # gone: nothing more will run
+
+
+def _socket_owners() -> dict[tuple[str, int], tuple[str, int]]:
+    """(stock replica address, local port) of each database connection -> (replica, pid)."""
+    owners = {}
+    for host in topology.by_role("stock"):
+        out = netns.run(
+            ["ip", "netns", "exec", host.namespace, "ss", "-tnpH", f"dport = :{topology.PG_PORT}"],
+            check=False,
+        ).stdout
+        for line in out.splitlines():
+            local = re.search(r"\s(\d+\.\d+\.\d+\.\d+):(\d+)\s", line)
+            found = re.search(r"pid=(\d+)", line)
+            if local and found:
+                owners[(local.group(1), int(local.group(2)))] = (host.name, int(found.group(1)))
+    return owners
+
+
+def _signal(pid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, sig)

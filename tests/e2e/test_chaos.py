@@ -1,5 +1,6 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
-quick run must come out valid, a run without a lock must be caught overselling, and
+quick run must come out valid, a run without a lock must be caught overselling, a run without
+fencing must be caught losing an update when a worker is paused inside its write, and
 `cluster down` must leave nothing behind. Needs root (namespaces, nftables): fails loudly
 without it, like every test that needs a server."""
 
@@ -65,6 +66,8 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "redis-restart",
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
+    paused = next(f["what"] for f in result["faults"] if f["name"] == "pause-stock-worker")
+    assert "inside its write transaction" in paused, paused
     history = (folder / "history.jsonl").read_text().splitlines()
     assert len(history) == result["sends"]
     assert (folder / "timeline.png").stat().st_size > 10_000
@@ -87,6 +90,31 @@ def test_without_a_lock_the_checker_sees_the_oversell(cluster: Path) -> None:
     verdicts = json.loads((folder / "report.json").read_text())["verdicts"]
     broken = {v["check"] for v in verdicts if v["verdict"] == "violated"}
     assert "I1" in broken, verdicts
+
+
+def test_without_fencing_a_worker_paused_inside_its_write_loses_an_update(cluster: Path) -> None:
+    # The paused worker holds its rows in PostgreSQL. After its session expires the next holder
+    # reads the level it has not committed yet, and its plain UPDATE waits for the row; when
+    # the paused worker resumes and commits, that UPDATE overwrites the deduction just made.
+    # With fencing the resumed worker's deduction still lands (its compare-and-set ran before
+    # the pause), and the next holder's compare-and-set fails, so it reads again
+    # (test_quick_chaos_is_valid has the same fault with fencing on).
+    folder = cluster / "unfenced"
+    run = inventory(
+        "chaos",
+        "--no-fencing",
+        "--faults",
+        "pause-stock-worker",
+        "--orders",
+        "300",
+        "--report",
+        str(folder),
+    )
+    assert run.returncode == 1, run.stdout + run.stderr
+    result = json.loads((folder / "report.json").read_text())
+    assert "inside its write transaction" in result["faults"][0]["what"], result["faults"]
+    broken = {v["check"] for v in result["verdicts"] if v["verdict"] == "violated"}
+    assert "I1" in broken, result["verdicts"]
 
 
 def test_down_leaves_no_namespace_link_or_process(cluster: Path) -> None:

@@ -156,6 +156,21 @@ def test_a_batch_is_decided_in_order_with_one_token(store: StockStore) -> None:
     assert [f["num"] for f in store.flows(flags[0])] == [3]
 
 
+def test_one_hold_writes_a_row_twice_when_its_batch_is_served_in_two_parts(
+    store: StockStore,
+) -> None:
+    # run_batch serves the part of a batch whose names are held, then the rest under the same
+    # claim: the second write finds the hold's own token on the row, which is not a newer one.
+    goods = seeded(store, 5)
+    lease = Lease(tokens={goods: 700})
+    first, rest = unique("flag"), unique("flag")
+    assert store.deduct(first, {goods: 1}, lease) == []
+    assert store.deduct(rest, {goods: 2}, lease) == []
+    row = store.level(goods)
+    assert (row["num"], row["fence"]) == (2, 700)
+    assert [f["num"] for f in store.flows(rest)] == [2]
+
+
 def test_without_fencing_a_stale_write_still_lands(engine: sa.Engine) -> None:
     unfenced = StockStore(engine, fencing=False)
     goods = seeded(unfenced, 1)
