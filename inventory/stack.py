@@ -21,6 +21,7 @@ import httpx
 
 import migrations
 from inventory import servers
+from inventory.etcd_server import start_etcd
 from inventory.servers import ServerProcess, free_port, pid_alive, port_open, stop_pid, wait_until
 from shared.settings import Settings
 
@@ -50,6 +51,7 @@ class StackState:
     pids: dict[str, int] = field(default_factory=dict)  # what `up` started, by name
     workers: int = 2
     threads: int = 8
+    etcd_endpoints: str = ""  # only with LOCK_BACKEND=etcd
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -65,6 +67,7 @@ class StackState:
             "STOCK_SERVICE_URL": self.stock_url,
             "LOCK_BACKEND": self.lock_backend,
             "LOCK_SCOPE": self.lock_scope,
+            **({"ETCD_ENDPOINTS": self.etcd_endpoints} if self.etcd_endpoints else {}),
         }
 
 
@@ -131,6 +134,13 @@ def up(
             rd = servers.start_redis(home / "redis")
             started["redis"] = rd.pid
             redis_url = f"redis://{rd.address}/0"
+        etcd_endpoints = ""
+        if settings.lock_backend == "etcd":
+            etcd_endpoints = env.get("ETCD_ENDPOINTS", "")
+            if not etcd_endpoints:
+                etcd = start_etcd(home / "etcd")
+                started["etcd"] = etcd.pid
+                etcd_endpoints = f"http://{etcd.address}"
         state = StackState(
             home=str(home),
             order_url="",
@@ -144,6 +154,7 @@ def up(
             pids=started,
             workers=workers,
             threads=threads,
+            etcd_endpoints=etcd_endpoints,
         )
         save_state(state)  # from here on, `down` can stop what was started even after a crash
         migrations.upgrade(state.order_database_url, "order")
@@ -230,7 +241,7 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
         return []
     stopped = []
     # Services first, so they do not log the loss of their dependencies while stopping.
-    for name in ("order_service", "stock_service", "redis", "zookeeper"):
+    for name in ("order_service", "stock_service", "etcd", "redis", "zookeeper"):
         pid = state.pids.get(name)
         if pid is None:
             continue

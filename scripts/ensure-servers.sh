@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis), and
+# Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis, etcd), and
 # what the cluster needs (haproxy, nftables, iproute2), through apt-get when run as root;
 # otherwise says what to install. Idempotent.
 set -euo pipefail
@@ -7,6 +7,7 @@ need=()
 if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
 if ! command -v haproxy >/dev/null 2>&1; then need+=(haproxy); fi
+if ! command -v etcd >/dev/null 2>&1; then need+=(etcd-server); fi
 if ! command -v nft >/dev/null 2>&1; then need+=(nftables); fi
 if ! command -v ip >/dev/null 2>&1; then need+=(iproute2); fi
 [ ${#need[@]} -eq 0 ] && exit 0

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-LOCK_BACKENDS = ("zookeeper", "redis", "database", "none")
+LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "none")
 LOCK_SCOPES = ("sku", "global")
 
 
@@ -36,6 +36,7 @@ class Settings:
     stock_database_url: str = "sqlite:///stock.db"
     redis_url: str = "redis://127.0.0.1:6379/0"
     zk_hosts: str = "127.0.0.1:2181"
+    etcd_endpoints: str = "http://127.0.0.1:2379"  # comma-separated, tried in order
     stock_service_url: str = "http://127.0.0.1:8082"
 
     # Lock strategy of the stock service.
@@ -45,6 +46,7 @@ class Settings:
     lock_root: str = "/inventory/locks"
     zk_session_timeout: float = 10.0
     redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
+    etcd_lease_ttl: float = 10.0  # lease of an etcd lock holder, kept alive every third of it
     # Combining: the deductions of one process waiting for the same lock are served in one lock
     # hold and one transaction, at most this many at a time; 1 serves them one hold each.
     deduct_batch_max: int = 32
@@ -108,6 +110,8 @@ class Settings:
             raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
         if self.deduct_batch_patience <= 0:
             raise ValueError("DEDUCT_BATCH_PATIENCE must be positive (seconds)")
+        if self.etcd_lease_ttl < 1 or self.redis_lock_ttl <= 0 or self.zk_session_timeout <= 0:
+            raise ValueError("lease TTLs and session timeouts must be positive (etcd: 1 s or more)")
         if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
             raise ValueError("timeouts must be positive")
         if self.deduct_batch_max < 1:

@@ -51,6 +51,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
     server.stop()
 
 
+@pytest.fixture(scope="session")
+def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    from inventory.etcd_server import start_etcd
+
+    server = start_etcd(tmp_path_factory.mktemp("etcd"))
+    yield server
+    server.stop()
+
+
 def _throwaway_database(admin_url: str, name: str) -> str:
     admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
     try:
@@ -121,7 +130,7 @@ def settings(database_url: str, zk_server: ServerProcess, redis_server: ServerPr
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     """When a test fails, show the last lines of the servers' logs (as kazoo's tests do)."""
     if call.when == "call" and call.excinfo is not None:
-        for name in ("zk_server", "redis_server"):
+        for name in ("zk_server", "redis_server", "etcd_server"):
             server = getattr(item, "funcargs", {}).get(name)
             if isinstance(server, ServerProcess):
                 dump_log(server)

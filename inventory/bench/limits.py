@@ -1,6 +1,7 @@
 """The limits of the parts, each one client looping alone: a kazoo lock acquire+release cycle
 (with kazoo's own handler, and with the polling handler the stock service uses), a redis-py
-lock cycle, and a hot-row UPDATE + COMMIT on the stock database."""
+lock cycle, an etcd lock cycle (the stock service's own etcd backend: lock and unlock through
+the JSON gateway, the lease reused), and a hot-row UPDATE + COMMIT on the stock database."""
 
 from __future__ import annotations
 
@@ -80,6 +81,22 @@ def redis_cycle(redis_url: str, seconds: float) -> Measure:
         client.close()
 
 
+def etcd_cycle(endpoints: str, seconds: float) -> Measure:
+    from shared.locks.etcd import EtcdLocks
+
+    locks = EtcdLocks(endpoints.split(","), prefix=f"bench/{uuid.uuid4().hex[:8]}/")
+    name = uuid.uuid4().hex[:8]
+
+    def cycle() -> None:
+        with locks.hold([name], timeout=10):
+            pass
+
+    try:
+        return median_rate("etcd lock cycle (JSON gateway)", cycle, seconds)
+    finally:
+        locks.close()
+
+
 def hot_row(stock_db: str, seconds: float) -> Measure:
     engine = make_engine(stock_db)
     goods = f"bench-hot-{uuid.uuid4().hex[:6]}"
@@ -103,10 +120,13 @@ def hot_row(stock_db: str, seconds: float) -> Measure:
         engine.dispose()
 
 
-def measure_limits(zk_hosts: str, redis_url: str, stock_db: str, seconds: float) -> list[Measure]:
+def measure_limits(
+    zk_hosts: str, redis_url: str, stock_db: str, seconds: float, etcd: str | None = None
+) -> list[Measure]:
     return [
         kazoo_cycle(zk_hosts, seconds, polling=False),
         kazoo_cycle(zk_hosts, seconds, polling=True),
         redis_cycle(redis_url, seconds),
+        *([etcd_cycle(etcd, seconds)] if etcd else []),
         hot_row(stock_db, seconds),
     ]

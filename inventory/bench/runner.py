@@ -38,6 +38,7 @@ from inventory.bench.loads import (
 )
 from inventory.bench.report import COMBINING, BenchReport, Measure, label
 from inventory.cpu import snapshot
+from inventory.etcd_server import start_etcd
 from inventory.homes import temporary_home
 from inventory.servers import ServerProcess, start_redis, start_zookeeper
 
@@ -92,7 +93,8 @@ def percentile_ms(values: list[float], p: float) -> float | None:
 
 
 def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> BenchReport:
-    """`env` may name ZK_HOSTS and REDIS_URL; what it does not name is started here."""
+    """`env` may name ZK_HOSTS, REDIS_URL and ETCD_ENDPOINTS; what it does not name is
+    started here."""
     with temporary_home("bench", keep=config.keep, say=say) as home:
         return _run_bench(home, config, env, say)
 
@@ -108,6 +110,9 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         if not env.get("REDIS_URL"):
             own.append(start_redis(home / "redis"))
             env["REDIS_URL"] = f"redis://{own[-1].address}/0"
+        if "etcd" in config.backends and not env.get("ETCD_ENDPOINTS"):
+            own.append(start_etcd(home / "etcd"))
+            env["ETCD_ENDPOINTS"] = f"http://{own[-1].address}"
         if config.database_url:
             url, drop_database = throwaway_database(config.database_url)
             say(f"using database {sa.make_url(url).render_as_string()} (dropped afterwards)")
@@ -125,7 +130,11 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         warm_up_zookeeper(env["ZK_HOSTS"], config.warmup_seconds)
         say("measuring the limits of the parts ...")
         report.limits = measure_limits(
-            env["ZK_HOSTS"], env["REDIS_URL"], stock_db, config.limit_seconds
+            env["ZK_HOSTS"],
+            env["REDIS_URL"],
+            stock_db,
+            config.limit_seconds,
+            env.get("ETCD_ENDPOINTS") if "etcd" in config.backends else None,
         )
 
         configs = stack_configs(config, report.database, report.notes)

@@ -117,7 +117,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=int, default=1, help="random seed of the buyers' choices")
     p.add_argument(
         "--lock",
-        choices=["zookeeper", "redis", "database", "none"],
+        choices=["zookeeper", "redis", "etcd", "database", "none"],
         help="start a stack for the run with this LOCK_BACKEND (database: needs "
         "STOCK_DATABASE_URL on PostgreSQL or MySQL)",
     )

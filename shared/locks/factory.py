@@ -21,6 +21,11 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
         from shared.locks.redis import RedisLocks
 
         return RedisLocks(redis_client, ttl=settings.redis_lock_ttl)
+    if backend == "etcd":
+        from shared.locks.etcd import EtcdLocks
+
+        endpoints = [e.strip() for e in settings.etcd_endpoints.split(",") if e.strip()]
+        return EtcdLocks(endpoints, ttl=settings.etcd_lease_ttl)
     if backend == "database":
         from shared.locks.database import DatabaseLocks
 

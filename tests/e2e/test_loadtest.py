@@ -27,7 +27,11 @@ def postgres_url() -> Iterator[str]:
 
 @pytest.fixture
 def stack_with(
-    tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess, postgres_url: str
+    tmp_path: Path,
+    zk_server: ServerProcess,
+    redis_server: ServerProcess,
+    etcd_server: ServerProcess,
+    postgres_url: str,
 ) -> Iterator[object]:
     started: list[stack.StackState] = []
 
@@ -37,6 +41,7 @@ def stack_with(
             "REDIS_URL": f"redis://{redis_server.address}/0",
             "LOCK_BACKEND": backend,
             "LOCK_SCOPE": scope,
+            "ETCD_ENDPOINTS": f"http://{etcd_server.address}",
         }
         if backend == "database":  # row locks need PostgreSQL or MySQL
             env.update(ORDER_DATABASE_URL=postgres_url, STOCK_DATABASE_URL=postgres_url)
@@ -55,7 +60,7 @@ CONFIG = LoadConfig(
 )
 
 
-@pytest.mark.parametrize("backend", ["zookeeper", "redis", "database"])
+@pytest.mark.parametrize("backend", ["zookeeper", "redis", "etcd", "database"])
 def test_every_real_lock_sells_exactly_the_stock_with_no_violation(
     stack_with, backend: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

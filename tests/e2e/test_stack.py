@@ -24,9 +24,17 @@ from inventory.servers import pid_alive
 pytestmark = pytest.mark.e2e
 
 
-def run_cli(home: Path, *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "INVENTORY_HOME": str(home)}
-    for var in ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL"):
+def run_cli(
+    home: Path, *args: str, timeout: float = 120, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, **(extra or {}), "INVENTORY_HOME": str(home)}
+    for var in (
+        "ZK_HOSTS",
+        "REDIS_URL",
+        "ETCD_ENDPOINTS",
+        "ORDER_DATABASE_URL",
+        "STOCK_DATABASE_URL",
+    ):
         env.pop(var, None)
     return subprocess.run(
         [sys.executable, "-m", "inventory.cli", *args],
@@ -116,7 +124,13 @@ def test_up_again_with_other_settings_says_a_stack_is_running(
 def start_loadtest(home: Path) -> tuple[subprocess.Popen[str], Path, stack.StackState]:
     """A load test that starts its own stack, caught once its stack is up."""
     env = {**os.environ, "INVENTORY_HOME": str(home)}
-    for var in ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL"):
+    for var in (
+        "ZK_HOSTS",
+        "REDIS_URL",
+        "ETCD_ENDPOINTS",
+        "ORDER_DATABASE_URL",
+        "STOCK_DATABASE_URL",
+    ):
         env.pop(var, None)
     process = subprocess.Popen(
         [sys.executable, "-m", "inventory.cli", "loadtest", "--orders", "100000"],
@@ -164,3 +178,21 @@ def test_status_and_down_find_a_stack_whose_run_was_killed(tmp_path: Path) -> No
     assert f"left behind in {own}" in " ".join(down.stdout.split())
     assert not any(pid_alive(pid) for pid in state.pids.values())
     assert not own.exists()
+
+
+def test_up_with_the_etcd_lock_starts_an_etcd_of_its_own_and_down_stops_it(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "etcd-stack"
+    up = run_cli(home, "up", extra={"LOCK_BACKEND": "etcd"})
+    assert up.returncode == 0, up.stdout + up.stderr
+    state = stack.load_state(home)
+    assert state is not None and state.lock_backend == "etcd"
+    assert "etcd" in state.pids and state.etcd_endpoints.startswith("http://127.0.0.1:")
+    try:
+        demo = run_cli(home, "demo")
+        assert demo.returncode == 0 and "CONFIRMED" in demo.stdout, demo.stdout + demo.stderr
+    finally:
+        down = run_cli(home, "down")
+    assert down.returncode == 0 and "etcd" in down.stdout, down.stdout
+    assert not pid_alive(state.pids["etcd"])

@@ -19,6 +19,7 @@ from inventory.servers import ServerProcess, start_zookeeper
 from shared.db import make_engine
 from shared.locks import LockBackend, LockLost, LockTimeout
 from shared.locks.database import DatabaseLocks
+from shared.locks.etcd import EtcdLocks
 from shared.locks.redis import RedisLocks
 from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import (
@@ -30,7 +31,7 @@ from tests.conftest import (
 )
 from tests.helpers import held_by_another_thread
 
-BACKENDS = ["zookeeper", "redis", "database-postgresql", "database-mysql"]
+BACKENDS = ["zookeeper", "redis", "etcd", "database-postgresql", "database-mysql"]
 
 
 @pytest.fixture(scope="module")
@@ -51,6 +52,7 @@ def locks(
     request: pytest.FixtureRequest,
     zk_server: ServerProcess,
     redis_server: ServerProcess,
+    etcd_server: ServerProcess,
     lock_databases: dict[str, str],
 ) -> Iterator[LockBackend]:
     backend: LockBackend
@@ -59,6 +61,8 @@ def locks(
     elif request.param == "redis":
         client = redis_lib.Redis.from_url(f"redis://{redis_server.address}/0")
         backend = RedisLocks(client, ttl=5)
+    elif request.param == "etcd":
+        backend = EtcdLocks([f"http://{etcd_server.address}"], ttl=5, prefix=f"{unique('t')}/")
     else:
         backend = DatabaseLocks(make_engine(lock_databases[request.param.split("-")[1]]))
     yield backend
@@ -208,3 +212,93 @@ def test_zookeeper_tokens_grow_across_waiters_and_claims_of_several_names(
         locks.close()
     assert tokens["a"][x] < tokens["b"][x]  # type: ignore[operator]
     assert tokens["b"][y] < tokens["c"][y]  # type: ignore[operator]
+
+
+def etcd_keys(server: ServerProcess, prefix: str) -> list[str]:
+    import base64
+
+    import httpx
+
+    start = base64.b64encode(prefix.encode()).decode()
+    end = base64.b64encode(prefix[:-1].encode() + bytes([prefix.encode()[-1] + 1])).decode()
+    reply = httpx.post(
+        f"http://{server.address}/v3/kv/range", json={"key": start, "range_end": end}
+    ).json()
+    return [base64.b64decode(kv["key"]).decode() for kv in reply.get("kvs", [])]
+
+
+def test_etcd_excludes_holders_in_different_processes_and_queues_without_a_herd(
+    etcd_server: ServerProcess,
+) -> None:
+    """Two backends stand for two processes, each with its own leases; while one holds, the
+    others queue as one key each under the lock's prefix, and leave nothing when done."""
+    prefix = f"{unique('t')}/"
+    backends = [
+        EtcdLocks([f"http://{etcd_server.address}"], ttl=5, prefix=prefix) for _ in range(2)
+    ]
+    name = unique("lock")
+    try:
+        assert most_holders_at_once(lambda i: backends[i % 2].hold([name], timeout=30)) == 1
+        assert etcd_keys(etcd_server, prefix) == []
+        with backends[0].hold([name], timeout=5):
+            waiters = [
+                threading.Thread(target=lambda b=b: b.hold([name], timeout=10).__enter__())
+                for b in backends
+            ]
+            for waiter in waiters:
+                waiter.start()
+            deadline = time.monotonic() + 5
+            while len(etcd_keys(etcd_server, prefix)) < 3:
+                assert time.monotonic() < deadline, etcd_keys(etcd_server, prefix)
+                time.sleep(0.02)
+    finally:
+        for backend in backends:
+            backend.close()  # revokes every lease: the waiters' keys go with them
+    assert etcd_keys(etcd_server, prefix) == []
+
+
+def test_etcd_lease_that_expired_reports_itself_lost(etcd_server: ServerProcess) -> None:
+    """The lease is revoked behind the holder's back (as if it had expired while the process
+    was paused): the next keep-alive finds no TTL, the holder must not commit, and the lock is
+    free for the next holder, whose token is higher."""
+    import httpx
+
+    locks = EtcdLocks([f"http://{etcd_server.address}"], ttl=3, prefix=f"{unique('t')}/")
+    name = unique("lock")
+    try:
+        with locks.hold([name], timeout=5) as lease:
+            claim_lease = next(iter(locks._leases))
+            httpx.post(
+                f"http://{etcd_server.address}/v3/lease/revoke", json={"ID": claim_lease.id}
+            ).raise_for_status()
+            deadline = time.monotonic() + 5
+            while lease.still_held() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            with pytest.raises(LockLost):
+                lease.check()
+            other = EtcdLocks([f"http://{etcd_server.address}"], ttl=3, prefix=locks.prefix)
+            with other.hold([name], timeout=2) as second:
+                assert second.tokens[name] > lease.tokens[name]  # type: ignore[operator]
+            other.close()
+    finally:
+        locks.close()
+
+
+def test_etcd_lease_not_renewed_for_its_ttl_is_not_trusted(etcd_server: ServerProcess) -> None:
+    """etcd itself paused (SIGSTOP): no keep-alive succeeds, and after a TTL the holder stops
+    trusting its lease although nobody said it expired."""
+    locks = EtcdLocks([f"http://{etcd_server.address}"], ttl=1.5, prefix=f"{unique('t')}/")
+    try:
+        with locks.hold([unique("lock")], timeout=5) as lease:
+            lease.check()
+            etcd_server.pause()
+            try:
+                deadline = time.monotonic() + 5
+                while lease.still_held() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                with pytest.raises(LockLost):
+                    lease.check()
+            finally:
+                etcd_server.resume()
+    finally:
+        locks.close()

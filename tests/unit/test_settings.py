@@ -28,11 +28,12 @@ def test_environment_variables_are_field_names_in_upper_case() -> None:
 @pytest.mark.parametrize(
     "env",
     [
-        {"LOCK_BACKEND": "etcd"},
+        {"LOCK_BACKEND": "consul"},
         {"LOCK_SCOPE": "row"},
         {"LOCK_TIMEOUT": "-1"},
         {"STOCK_CALL_RETRIES": "two"},
         {"FENCING": "maybe"},
+        {"ETCD_LEASE_TTL": "0.5"},
     ],
 )
 def test_bad_values_are_refused_with_the_variable_named(env: dict[str, str]) -> None:
