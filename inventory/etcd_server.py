@@ -9,7 +9,7 @@ import shutil
 import urllib.request
 from pathlib import Path
 
-from inventory.servers import ServerError, ServerProcess, free_port, pid_alive, spawn, wait_until
+from inventory.servers import ServerError, ServerProcess, free_port, start_server
 
 
 def start_etcd(folder: Path, port: int | None = None, timeout: float = 30.0) -> ServerProcess:
@@ -44,21 +44,7 @@ def start_etcd(folder: Path, port: int | None = None, timeout: float = 30.0) -> 
         "--logger",
         "zap",
     ]
-    log = folder / "etcd.log"
-    pid = spawn(argv, log, folder)
-    server = ServerProcess("etcd", port, pid, log)
-    try:
-        wait_until(
-            lambda: etcd_ready(port),
-            timeout,
-            f"etcd on port {port}",
-            log,
-            alive=lambda: pid_alive(pid),
-        )
-    except ServerError:
-        server.stop()
-        raise
-    return server
+    return start_server("etcd", argv, port, folder, lambda: etcd_ready(port), timeout)
 
 
 def etcd_ready(port: int, host: str = "127.0.0.1") -> bool:

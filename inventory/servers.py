@@ -142,6 +142,22 @@ def spawn(argv: list[str], log: Path, cwd: Path, env: dict[str, str] | None = No
     return process.pid
 
 
+def start_server(
+    name: str, argv: list[str], port: int, folder: Path, ready: Callable[[], bool], timeout: float
+) -> ServerProcess:
+    """Spawn a server that logs to `folder/<name>.log` and wait until `ready`; one that dies
+    or does not get there in time is stopped, and the error names it with its log."""
+    log = folder / f"{name}.log"
+    pid = spawn(argv, log, folder)
+    server = ServerProcess(name, port, pid, log)
+    try:
+        wait_until(ready, timeout, f"{name} on port {port}", log, alive=lambda: pid_alive(pid))
+    except BaseException:
+        server.stop()
+        raise
+    return server
+
+
 @dataclass
 class ServerProcess:
     name: str
@@ -185,21 +201,8 @@ def start_zookeeper(
         "4lw.commands.whitelist=ruok,srvr,stat,mntr\n"
         f"forceSync={'yes' if fsync else 'no'}\n"
     )
-    log = folder / "zookeeper.log"
-    pid = spawn(zookeeper_argv(folder, config), log, folder)
-    server = ServerProcess("zookeeper", port, pid, log)
-    try:
-        wait_until(
-            lambda: zk_ready(port),
-            timeout,
-            f"ZooKeeper on port {port}",
-            log,
-            alive=lambda: pid_alive(pid),
-        )
-    except ServerError:
-        server.stop()
-        raise
-    return server
+    argv = zookeeper_argv(folder, config)
+    return start_server("zookeeper", argv, port, folder, lambda: zk_ready(port), timeout)
 
 
 def zookeeper_argv(folder: Path, config: Path) -> list[str]:
@@ -230,7 +233,6 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
         raise ServerError("Redis is not installed: apt-get install redis-server")
     port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    log = folder / "redis.log"
     argv = [
         "redis-server",
         "--bind",
@@ -246,20 +248,7 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
         "--daemonize",
         "no",
     ]
-    pid = spawn(argv, log, folder)
-    server = ServerProcess("redis", port, pid, log)
-    try:
-        wait_until(
-            lambda: redis_ready(port),
-            timeout,
-            f"Redis on port {port}",
-            log,
-            alive=lambda: pid_alive(pid),
-        )
-    except ServerError:
-        server.stop()
-        raise
-    return server
+    return start_server("redis", argv, port, folder, lambda: redis_ready(port), timeout)
 
 
 def redis_ready(port: int, host: str = "127.0.0.1") -> bool:

@@ -24,9 +24,9 @@ from inventory.servers import pid_alive
 pytestmark = pytest.mark.e2e
 
 
-def run_cli(
-    home: Path, *args: str, timeout: float = 120, extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
+def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment of a command run as a user would: its own home, and no addresses of
+    servers from the test session (the command starts its own)."""
     env = {**os.environ, **(extra or {}), "INVENTORY_HOME": str(home)}
     for var in (
         "ZK_HOSTS",
@@ -36,6 +36,13 @@ def run_cli(
         "STOCK_DATABASE_URL",
     ):
         env.pop(var, None)
+    return env
+
+
+def run_cli(
+    home: Path, *args: str, timeout: float = 120, extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = cli_env(home, extra)
     return subprocess.run(
         [sys.executable, "-m", "inventory.cli", *args],
         env=env,
@@ -123,15 +130,7 @@ def test_up_again_with_other_settings_says_a_stack_is_running(
 
 def start_loadtest(home: Path) -> tuple[subprocess.Popen[str], Path, stack.StackState]:
     """A load test that starts its own stack, caught once its stack is up."""
-    env = {**os.environ, "INVENTORY_HOME": str(home)}
-    for var in (
-        "ZK_HOSTS",
-        "REDIS_URL",
-        "ETCD_ENDPOINTS",
-        "ORDER_DATABASE_URL",
-        "STOCK_DATABASE_URL",
-    ):
-        env.pop(var, None)
+    env = cli_env(home)
     process = subprocess.Popen(
         [sys.executable, "-m", "inventory.cli", "loadtest", "--orders", "100000"],
         env=env,

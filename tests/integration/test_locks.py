@@ -240,20 +240,26 @@ def test_etcd_excludes_holders_in_different_processes_and_queues_without_a_herd(
     try:
         assert most_holders_at_once(lambda i: backends[i % 2].hold([name], timeout=30)) == 1
         assert etcd_keys(etcd_server, prefix) == []
+        served: list[int] = []
+
+        def wait_then_hold(i: int) -> None:
+            with backends[i].hold([name], timeout=10):
+                served.append(i)
+
         with backends[0].hold([name], timeout=5):
-            waiters = [
-                threading.Thread(target=lambda b=b: b.hold([name], timeout=10).__enter__())
-                for b in backends
-            ]
+            waiters = [threading.Thread(target=wait_then_hold, args=(i,)) for i in (0, 1)]
             for waiter in waiters:
                 waiter.start()
             deadline = time.monotonic() + 5
-            while len(etcd_keys(etcd_server, prefix)) < 3:
+            while len(etcd_keys(etcd_server, prefix)) < 3:  # the holder and two queued keys
                 assert time.monotonic() < deadline, etcd_keys(etcd_server, prefix)
                 time.sleep(0.02)
+        for waiter in waiters:
+            waiter.join(10)
+        assert sorted(served) == [0, 1]
     finally:
         for backend in backends:
-            backend.close()  # revokes every lease: the waiters' keys go with them
+            backend.close()
     assert etcd_keys(etcd_server, prefix) == []
 
 
