@@ -233,10 +233,20 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
         raise ServerError("Redis is not installed: apt-get install redis-server")
     port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    argv = [
+    argv = redis_argv(folder, port)
+    return start_server("redis", argv, port, folder, lambda: redis_ready(port), timeout)
+
+
+def redis_argv(folder: Path, port: int, bind: str = "127.0.0.1") -> list[str]:
+    """One redis-server, nothing saved to disk (flags are meant to be lost with it). Bound
+    beyond loopback (a cluster's host), protected mode is turned off: it would refuse every
+    client from another address, there being no password."""
+    unprotected = ["--protected-mode", "no"] if bind != "127.0.0.1" else []
+    return [
         "redis-server",
         "--bind",
-        "127.0.0.1",
+        bind,
+        *unprotected,
         "--port",
         str(port),
         "--save",
@@ -245,10 +255,7 @@ def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) ->
         "no",
         "--dir",
         str(folder),
-        "--daemonize",
-        "no",
     ]
-    return start_server("redis", argv, port, folder, lambda: redis_ready(port), timeout)
 
 
 def redis_ready(port: int, host: str = "127.0.0.1") -> bool:

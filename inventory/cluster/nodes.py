@@ -113,21 +113,7 @@ def zk_leader() -> str | None:
 def redis(home: Path) -> Proc:
     folder = home / "redis"
     folder.mkdir(parents=True, exist_ok=True)
-    argv = [
-        "redis-server",
-        "--bind",
-        "0.0.0.0",
-        "--protected-mode",
-        "no",
-        "--port",
-        str(topology.REDIS_PORT),
-        "--save",
-        "",
-        "--appendonly",
-        "no",
-        "--dir",
-        str(folder),
-    ]
+    argv = servers.redis_argv(folder, topology.REDIS_PORT, bind="0.0.0.0")
     return Proc("redis", "redis", argv, str(folder / "redis.log"))
 
 
