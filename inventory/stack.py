@@ -26,6 +26,7 @@ from inventory.servers import ServerProcess, free_port, pid_alive, port_open, st
 from shared.settings import Settings
 
 STATE_FILE = "stack.json"
+REDLOCK_SERVERS = 3  # started by `up` for LOCK_BACKEND=redlock when REDLOCK_URLS is not set
 
 
 class SettingsError(ValueError):
@@ -52,6 +53,7 @@ class StackState:
     workers: int = 2
     threads: int = 8
     etcd_endpoints: str = ""  # only with LOCK_BACKEND=etcd
+    redlock_urls: str = ""  # only with LOCK_BACKEND=redlock
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -68,6 +70,7 @@ class StackState:
             "LOCK_BACKEND": self.lock_backend,
             "LOCK_SCOPE": self.lock_scope,
             **({"ETCD_ENDPOINTS": self.etcd_endpoints} if self.etcd_endpoints else {}),
+            **({"REDLOCK_URLS": self.redlock_urls} if self.redlock_urls else {}),
         }
 
 
@@ -141,6 +144,16 @@ def up(
                 etcd = start_etcd(home / "etcd")
                 started["etcd"] = etcd.pid
                 etcd_endpoints = f"http://{etcd.address}"
+        redlock_urls = ""
+        if settings.lock_backend == "redlock":
+            redlock_urls = env.get("REDLOCK_URLS", "")
+            if not redlock_urls:  # three independent servers, none of them the flag Redis
+                nodes = []
+                for i in range(REDLOCK_SERVERS):
+                    node = servers.start_redis(home / f"redlock{i}")
+                    started[f"redlock{i}"] = node.pid
+                    nodes.append(f"redis://{node.address}/0")
+                redlock_urls = ",".join(nodes)
         state = StackState(
             home=str(home),
             order_url="",
@@ -155,6 +168,7 @@ def up(
             workers=workers,
             threads=threads,
             etcd_endpoints=etcd_endpoints,
+            redlock_urls=redlock_urls,
         )
         save_state(state)  # from here on, `down` can stop what was started even after a crash
         migrations.upgrade(state.order_database_url, "order")
@@ -241,7 +255,8 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
         return []
     stopped = []
     # Services first, so they do not log the loss of their dependencies while stopping.
-    for name in ("order_service", "stock_service", "etcd", "redis", "zookeeper"):
+    servers_started = [n for n in state.pids if n.startswith("redlock")]
+    for name in ("order_service", "stock_service", "etcd", *servers_started, "redis", "zookeeper"):
         pid = state.pids.get(name)
         if pid is None:
             continue

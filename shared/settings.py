@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "none")
+LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "unique-key", "redlock", "none")
 LOCK_SCOPES = ("sku", "global")
 
 
@@ -37,6 +37,9 @@ class Settings:
     redis_url: str = "redis://127.0.0.1:6379/0"
     zk_hosts: str = "127.0.0.1:2181"
     etcd_endpoints: str = "http://127.0.0.1:2379"  # comma-separated, tried in order
+    # LOCK_BACKEND=redlock: independent Redis servers (comma-separated; 3 or 5), none of them
+    # the flag Redis. `inventory up` starts three of its own when this is not set.
+    redlock_urls: str = "redis://127.0.0.1:6380/0,redis://127.0.0.1:6381/0,redis://127.0.0.1:6382/0"
     stock_service_url: str = "http://127.0.0.1:8082"
 
     # Lock strategy of the stock service.
@@ -47,6 +50,9 @@ class Settings:
     zk_session_timeout: float = 10.0
     redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
     etcd_lease_ttl: float = 10.0  # lease of an etcd lock holder, kept alive every third of it
+    # How long a unique-key lock row lives before a waiter may delete it (never renewed).
+    unique_key_lock_ttl: float = 10.0
+    redlock_ttl: float = 10.0  # a RedLock grant's life; never renewed (shared/locks/redlock.py)
     # Combining: the deductions of one process waiting for the same lock are served in one lock
     # hold and one transaction, at most this many at a time; 1 serves them one hold each.
     deduct_batch_max: int = 32
@@ -98,6 +104,9 @@ class Settings:
         settings.validate()
         return settings
 
+    def redlock_url_list(self) -> list[str]:
+        return [url.strip() for url in self.redlock_urls.split(",") if url.strip()]
+
     def with_(self, **changes: Any) -> Settings:
         updated = replace(self, **changes)
         updated.validate()
@@ -110,7 +119,16 @@ class Settings:
             raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
         if self.deduct_batch_patience <= 0:
             raise ValueError("DEDUCT_BATCH_PATIENCE must be positive (seconds)")
-        if self.etcd_lease_ttl < 1 or self.redis_lock_ttl <= 0 or self.zk_session_timeout <= 0:
+        if (
+            self.etcd_lease_ttl < 1
+            or min(
+                self.redis_lock_ttl,
+                self.zk_session_timeout,
+                self.unique_key_lock_ttl,
+                self.redlock_ttl,
+            )
+            <= 0
+        ):
             raise ValueError("lease TTLs and session timeouts must be positive (etcd: 1 s or more)")
         if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
             raise ValueError("timeouts must be positive")
@@ -118,6 +136,8 @@ class Settings:
             raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
         if self.stock_call_retries < 0:
             raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
+        if self.lock_backend == "redlock" and len(self.redlock_url_list()) < 3:
+            raise ValueError("LOCK_BACKEND=redlock needs 3 or more REDLOCK_URLS (a majority of N)")
         if self.lock_backend == "database" and self.stock_database_url.startswith("sqlite"):
             # shared/locks/database.py says why: SQLite has no row locks to wait on.
             raise ValueError(

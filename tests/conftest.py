@@ -52,6 +52,15 @@ def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 
 @pytest.fixture(scope="session")
+def redlock_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[ServerProcess]]:
+    """Three independent Redis servers, as RedLock wants them."""
+    started = [start_redis(tmp_path_factory.mktemp(f"redlock{i}")) for i in range(3)]
+    yield started
+    for server in started:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
 def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     from inventory.etcd_server import start_etcd
 

@@ -6,6 +6,7 @@ from inventory.cli import cluster_commands as clu
 from inventory.cli import run_commands as run
 from inventory.cli import stack_commands as stk
 from inventory.cli.options import Help, Parser, at_least, positive_float, ratio
+from shared.settings import LOCK_BACKENDS
 
 # Named here rather than imported, so `inventory --help` does not load the scenarios.
 SCENARIO_NAMES = [
@@ -16,6 +17,8 @@ SCENARIO_NAMES = [
     "stale-holder",
     "crash-mid-deduction",
     "zk-leader-loss",
+    "unique-key-lock",
+    "redlock",
 ]
 DESCRIPTION = (
     "Order and stock services that deduct inventory under a lock without overselling, "
@@ -63,7 +66,8 @@ def build_parser() -> Parser:
     p.add_argument(
         "--unfenced",
         action="store_true",
-        help="stale-holder: with fencing off, to show the oversell it prevents",
+        help="stale-holder, unique-key-lock, redlock: with fencing off, to show the oversell "
+        "it prevents",
     )
     p.add_argument(
         "--keep",
@@ -117,7 +121,7 @@ def build_parser() -> Parser:
     p.add_argument("--seed", type=int, default=1, help="random seed of the buyers' choices")
     p.add_argument(
         "--lock",
-        choices=["zookeeper", "redis", "etcd", "database", "none"],
+        choices=LOCK_BACKENDS,
         help="start a stack for the run with this LOCK_BACKEND (database: needs "
         "STOCK_DATABASE_URL on PostgreSQL or MySQL)",
     )

@@ -26,7 +26,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     if args.scenario != "order":
         return demo_scenario(args)
     if args.unfenced:
-        raise UsageError("--unfenced goes with the stale-holder scenario")
+        raise UsageError("--unfenced goes with a fault scenario (stale-holder, redlock, ...)")
     from inventory.demo import run_demo
 
     state = stack.load_state()
@@ -45,10 +45,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def demo_scenario(args: argparse.Namespace) -> int:
     from rich.panel import Panel
 
-    from inventory.scenarios import SCENARIOS
+    from inventory.scenarios import SCENARIOS, UNFENCED
 
-    if args.unfenced and args.scenario != "stale-holder":
-        raise UsageError("--unfenced goes with the stale-holder scenario")
+    if args.unfenced and args.scenario not in UNFENCED:
+        raise UsageError(f"--unfenced goes with the scenarios {', '.join(UNFENCED)}")
     run = SCENARIOS[args.scenario]
     console.rule(f"[bold]inventory demo {args.scenario}")
     result = run(console, unfenced=True) if args.unfenced else run(console)

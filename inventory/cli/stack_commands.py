@@ -71,6 +71,8 @@ def print_status(state: stack.StackState, as_json: bool) -> None:
     console.print(f"redis           {state.redis_url}")
     if state.etcd_endpoints:
         console.print(f"etcd            {state.etcd_endpoints}")
+    if state.redlock_urls:
+        console.print(f"redlock         {state.redlock_urls}")
     console.print(f"order database  {state.order_database_url}")
     console.print(f"stock database  {state.stock_database_url}")
     console.print(f"lock            {state.lock_backend} / {state.lock_scope}")

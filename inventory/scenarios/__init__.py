@@ -13,18 +13,23 @@ from collections.abc import Callable
 
 from inventory.scenarios.holders import crash_mid_deduction, stale_holder
 from inventory.scenarios.leader_loss import zk_leader_loss
+from inventory.scenarios.redlock import redlock
 from inventory.scenarios.retries import double_submit, lost_response, redis_flag_lost, slow_stock
 from inventory.scenarios.rig import ScenarioResult
+from inventory.scenarios.unique_key import unique_key_lock
 
 __all__ = [
     "SCENARIOS",
+    "UNFENCED",
     "ScenarioResult",
     "crash_mid_deduction",
     "double_submit",
     "lost_response",
     "redis_flag_lost",
+    "redlock",
     "slow_stock",
     "stale_holder",
+    "unique_key_lock",
     "zk_leader_loss",
 ]
 
@@ -36,4 +41,8 @@ SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {
     "stale-holder": stale_holder,
     "crash-mid-deduction": crash_mid_deduction,
     "zk-leader-loss": zk_leader_loss,
+    "unique-key-lock": unique_key_lock,
+    "redlock": redlock,
 }
+# The scenarios that take unfenced=True (`--unfenced`): fencing off, to show what it prevents.
+UNFENCED = ("stale-holder", "unique-key-lock", "redlock")

@@ -30,6 +30,14 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
         from shared.locks.database import DatabaseLocks
 
         return DatabaseLocks(engine)
+    if backend == "redlock":
+        from shared.locks.redlock import RedLocks
+
+        return RedLocks(settings.redlock_url_list(), ttl=settings.redlock_ttl)
+    if backend == "unique-key":
+        from shared.locks.unique_key import UniqueKeyLocks
+
+        return UniqueKeyLocks(engine, ttl=settings.unique_key_lock_ttl)
     from shared.locks.none import NoLock
 
     return NoLock()

@@ -60,3 +60,35 @@ def test_losing_the_zookeeper_leader_pauses_deductions_without_violations() -> N
     assert result.facts["confirmed"] == 300 and result.facts["failed"] == 0
     assert result.violations == []
     print(f"\nzk-leader-loss: unavailable window {result.facts['window_s']} s")
+
+
+def test_the_unique_key_lock_frees_a_dead_holders_name_by_expiry_and_fences_a_slow_one() -> None:
+    result = scenarios.unique_key_lock()
+    assert result.ok, result
+    assert result.facts["alice"] == "CONFIRMED"  # her retry deducted once the row expired
+    assert 1.0 <= result.facts["stuck_s"] < 6.0  # about the TTL (2 s), not forever
+    assert result.facts["flows"] == 1 and result.facts["level"] == 0
+    assert result.facts["refused"]  # the stale write was refused by the fence
+    assert result.violations == []
+
+
+def test_without_fencing_the_unique_key_locks_overlapping_holders_oversell() -> None:
+    result = scenarios.unique_key_lock(unfenced=True)
+    assert result.ok, result  # ok here means: the oversell was shown
+    assert result.facts["flows"] == 2
+    assert "initial - final = flows" in result.violations
+
+
+def test_redlock_gives_two_holders_at_once_and_the_fence_refuses_the_stale_one() -> None:
+    result = scenarios.redlock()
+    assert result.ok, result
+    assert result.facts["flows"] == 1 and result.facts["level"] == 0
+    assert result.facts["refused"]
+    assert result.violations == []
+
+
+def test_without_fencing_redlocks_two_holders_oversell() -> None:
+    result = scenarios.redlock(unfenced=True)
+    assert result.ok, result
+    assert result.facts["flows"] == 2
+    assert "initial - final = flows" in result.violations

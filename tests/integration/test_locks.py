@@ -21,6 +21,8 @@ from shared.locks import LockBackend, LockLost, LockTimeout
 from shared.locks.database import DatabaseLocks
 from shared.locks.etcd import EtcdLocks
 from shared.locks.redis import RedisLocks
+from shared.locks.redlock import RedLocks
+from shared.locks.unique_key import UniqueKeyLocks
 from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import (
     MYSQL_ADMIN_URL,
@@ -31,18 +33,31 @@ from tests.conftest import (
 )
 from tests.helpers import held_by_another_thread
 
-BACKENDS = ["zookeeper", "redis", "etcd", "database-postgresql", "database-mysql"]
+BACKENDS = [
+    "zookeeper",
+    "redis",
+    "etcd",
+    "redlock",
+    "database-postgresql",
+    "database-mysql",
+    "unique-key-postgresql",
+    "unique-key-mysql",
+    "unique-key-sqlite",
+]
 
 
 @pytest.fixture(scope="module")
-def lock_databases() -> Iterator[dict[str, str]]:
-    """A throwaway PostgreSQL and MySQL database each, with the stock schema (lock_rows)."""
+def lock_databases(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """A throwaway PostgreSQL, MySQL and SQLite database each, with the stock schema (the lock
+    tables)."""
+    sqlite_url = f"sqlite:///{tmp_path_factory.mktemp('locks') / 'stock.db'}"
+    migrations.upgrade(sqlite_url, "stock")
     made = {}
     for backend, admin in (("postgresql", PG_ADMIN_URL), ("mysql", MYSQL_ADMIN_URL)):
         name = f"inv_locks_{uuid.uuid4().hex[:8]}"
         made[backend] = (admin, name, _throwaway_database(admin, name))
         migrations.upgrade(made[backend][2], "stock")
-    yield {backend: url for backend, (_, _, url) in made.items()}
+    yield {"sqlite": sqlite_url, **{backend: url for backend, (_, _, url) in made.items()}}
     for admin, name, _ in made.values():
         _drop_database(admin, name)
 
@@ -53,6 +68,7 @@ def locks(
     zk_server: ServerProcess,
     redis_server: ServerProcess,
     etcd_server: ServerProcess,
+    redlock_servers: list[ServerProcess],
     lock_databases: dict[str, str],
 ) -> Iterator[LockBackend]:
     backend: LockBackend
@@ -63,6 +79,12 @@ def locks(
         backend = RedisLocks(client, ttl=5)
     elif request.param == "etcd":
         backend = EtcdLocks([f"http://{etcd_server.address}"], ttl=5, prefix=f"{unique('t')}/")
+    elif request.param == "redlock":
+        urls = [f"redis://{server.address}/0" for server in redlock_servers]
+        backend = RedLocks(urls, ttl=5, prefix=f"{unique('t')}:")
+    elif request.param.startswith("unique-key-"):
+        engine = make_engine(lock_databases[request.param.rsplit("-", 1)[1]])
+        backend = UniqueKeyLocks(engine, ttl=5)
     else:
         backend = DatabaseLocks(make_engine(lock_databases[request.param.split("-")[1]]))
     yield backend

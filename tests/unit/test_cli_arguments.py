@@ -26,7 +26,7 @@ MISTAKES = {
     "bench --rounds 0": ("--rounds", "at least 1"),
     "bench --database-url sqlite:///x.db": ("PostgreSQL or MySQL", ""),
     "demo herd --waiters 0": ("--waiters", "at least 1"),
-    "demo double-submit --unfenced": ("--unfenced goes with the stale-holder", ""),
+    "demo double-submit --unfenced": ("--unfenced goes with the scenarios stale-holder", ""),
     "up --workers 0": ("--workers", "at least 1"),
     "reconcile": ("no stack to reconcile", "inventory up"),
     "reconcile --older-than -1": ("--older-than", "above 0"),
