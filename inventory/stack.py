@@ -99,7 +99,10 @@ def up(
     threads: int = 8,
     extra_env: dict[str, str] | None = None,
     say: Any = print,
+    reconcilers: int = 0,
 ) -> StackState:
+    """Start the stack; `reconcilers` instances of the elected reconciler with it (the CLI's
+    `inventory up` starts two; the stacks of tests, demos and benches none)."""
     home = home or home_dir()
     env = {**os.environ, **(extra_env or {})}
     urls = {
@@ -185,6 +188,13 @@ def up(
         started["order_service"] = start_service(
             "order_service", order_port, home, service_env, workers, threads * 2
         )
+        for i in range(1, reconcilers + 1):
+            started[f"reconciler{i}"] = servers.spawn(
+                [sys.executable, "-m", "inventory.cli", "reconciler", "--name", f"reconciler{i}"],
+                home / f"reconciler{i}.log",
+                home,
+                service_env,
+            )
         save_state(state)
         for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
             pid = started[name]
@@ -255,8 +265,17 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
         return []
     stopped = []
     # Services first, so they do not log the loss of their dependencies while stopping.
-    servers_started = [n for n in state.pids if n.startswith("redlock")]
-    for name in ("order_service", "stock_service", "etcd", *servers_started, "redis", "zookeeper"):
+    reconcilers = [n for n in state.pids if n.startswith("reconciler")]
+    lock_servers = [n for n in state.pids if n.startswith("redlock")]
+    for name in (
+        *reconcilers,
+        "order_service",
+        "stock_service",
+        "etcd",
+        *lock_servers,
+        "redis",
+        "zookeeper",
+    ):
         pid = state.pids.get(name)
         if pid is None:
             continue

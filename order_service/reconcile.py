@@ -13,6 +13,7 @@ After it, invariant I3 holds. Run it periodically (`inventory reconcile`); it is
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
@@ -38,7 +39,11 @@ def reconcile(
     horizon: timedelta,
     flag_ttl: timedelta,
     now: datetime | None = None,
+    fence: int | None = None,
+    before_write: Callable[[], None] = lambda: None,
 ) -> ReconcileReport:
+    """One pass. `fence`: the elected reconciler's leader token; every write carries it, and
+    store.Superseded ends the pass when a newer leader has written."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     report = ReconcileReport()
     for order in store.unsettled(now - horizon, now - older_than):
@@ -49,8 +54,9 @@ def reconcile(
             continue
         deducted = {f["goodsId"]: f["num"] for f in flows}
         if deducted and deducted == order.lines:
+            before_write()
             reason = f"reconciled: deducted after the request ended ({order.reason})"
-            if store.settle(order.id, order.status, CONFIRMED, reason):
+            if store.settle(order.id, order.status, CONFIRMED, reason, fence):
                 report.confirmed.append(order.id)
                 log.warning(
                     "order %s was %s but its flows exist: CONFIRMED", order.id, order.status
@@ -59,7 +65,7 @@ def reconcile(
             report.mismatched.append(order.id)  # for a person to look at; never guessed
         elif order.status == PENDING and now - order.created_at > flag_ttl:
             reason = f"not_confirmed (reconciled): {order.reason}"
-            settled = store.settle(order.id, PENDING, FAILED, reason)
+            settled = store.settle(order.id, PENDING, FAILED, reason, fence)
             if settled:
                 report.failed.append(order.id)
     return report

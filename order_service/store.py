@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, delete, insert, select, update
+from sqlalchemy import Engine, bindparam, delete, insert, select, update
 
-from order_service.tables import order_details, orders
+from order_service.tables import order_details, orders, reconciler_fence
 from shared.db import transaction
 from shared.db import utcnow as now
 from shared.ids import new_id
@@ -16,6 +16,20 @@ from shared.ids import new_id
 DB = "order database"
 PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
 INSUFFICIENT_STOCK = "insufficient_stock"  # the reason of an order refused for lack of stock
+
+
+# The fence row's update takes its row lock to the commit: two reconcilers that both believe
+# they lead are serialized there, and the older one, once the newer has written, is refused.
+FENCE_ADVANCE = (
+    update(reconciler_fence)
+    .where(reconciler_fence.c.name == "reconciler", reconciler_fence.c.token <= bindparam("t"))
+    .values(token=bindparam("t"))
+)
+FENCE_READ = select(reconciler_fence.c.token).where(reconciler_fence.c.name == "reconciler")
+
+
+class Superseded(Exception):
+    """A reconciler leader's write was refused: a newer leader has written."""
 
 
 @dataclass(frozen=True)
@@ -107,9 +121,20 @@ class OrderStore:
                     )
                 )
 
-    def settle(self, order_id: str, was: str, status: str, reason: str) -> bool:
-        """Reconciliation: move an order from `was` to `status`; False if it had moved on."""
+    def settle(
+        self, order_id: str, was: str, status: str, reason: str, fence: int | None = None
+    ) -> bool:
+        """Reconciliation: move an order from `was` to `status`; False if it had moved on.
+        With `fence` (the elected reconciler's leader token), the write first moves the
+        reconciler fence up to it, in the same transaction; a newer leader's token there
+        means this one was deposed: Superseded, nothing written."""
         with transaction(self.engine, DB) as conn:
+            if fence is not None and not conn.execute(FENCE_ADVANCE, {"t": fence}).rowcount:
+                newer = conn.execute(FENCE_READ).scalar_one_or_none()
+                raise Superseded(
+                    f"write refused: a newer reconciler leader (token {newer}) has written "
+                    f"since this one (token {fence}) was elected"
+                )
             moved = conn.execute(
                 update(orders)
                 .where(orders.c.id == order_id, orders.c.status == was)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Column, DateTime, ForeignKey, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, DateTime, ForeignKey, Integer, MetaData, String, Table
 
 metadata = MetaData()
 
@@ -31,4 +31,13 @@ order_details = Table(
     # version of that level. The checker tells a lost sale from a refusal that was right then.
     Column("available", Integer, nullable=True),
     Column("seed_version", Integer, nullable=True),
+)
+
+# The fence of the elected reconciler: the highest leader token that has written. A write of
+# a leader whose token is lower (one that lost leadership and did not notice) is refused.
+reconciler_fence = Table(
+    "reconciler_fence",
+    metadata,
+    Column("name", String(40), primary_key=True),
+    Column("token", BigInteger, nullable=False),
 )

@@ -70,6 +70,10 @@ class Settings:
     stock_call_budget: float = 20.0  # total seconds all attempts may take
     retry_backoff: float = 0.2  # base of the jittered exponential backoff between attempts
     confirm_backoff: tuple[float, ...] = field(default=(3.0, 5.0, 10.0))  # the article's polls
+    # The elected reconciler (`inventory reconciler`): a pass every this many seconds, over the
+    # PENDING/FAILED orders older than RECONCILE_OLDER_THAN seconds.
+    reconcile_interval: float = 30.0
+    reconcile_older_than: float = 60.0
     idempotency_wait: float = 30.0  # how long a repeat waits for the first request to finish
 
     # Input limits: anything larger is refused with a 4xx before anything is written.
@@ -130,6 +134,8 @@ class Settings:
             <= 0
         ):
             raise ValueError("lease TTLs and session timeouts must be positive (etcd: 1 s or more)")
+        if self.reconcile_interval <= 0 or self.reconcile_older_than < 0:
+            raise ValueError("RECONCILE_INTERVAL must be positive, RECONCILE_OLDER_THAN 0 or more")
         if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
             raise ValueError("timeouts must be positive")
         if self.deduct_batch_max < 1:

@@ -11,6 +11,8 @@ Points, where they fire, and what they do:
   SIGSTOP (stale-holder: a long pause; someone else sends SIGCONT).
 - kill_in_transaction: inside the deduction's transaction, before commit, the worker kills
   itself with SIGKILL (crash-mid-deduction).
+- reconciler_stop_before_write: the elected reconciler, inside its pass (after asking whether
+  it still leads), stops itself with SIGSTOP before settling an order (demo standby).
 The pid of a worker that stops or kills itself is left in Redis for the demo to find.
 """
 
@@ -25,7 +27,13 @@ import redis
 
 log = logging.getLogger(__name__)
 
-POINTS = ("delay_before_deduct", "delay_after_commit", "stop_after_read", "kill_in_transaction")
+POINTS = (
+    "delay_before_deduct",
+    "delay_after_commit",
+    "stop_after_read",
+    "kill_in_transaction",
+    "reconciler_stop_before_write",
+)
 PREFIX = "inventory:fault:"
 LAST_PID = PREFIX + "last_pid"
 
@@ -67,7 +75,7 @@ class Faults:
             return
         if point.startswith("delay"):
             time.sleep(value)
-        elif point == "stop_after_read":
+        elif point in ("stop_after_read", "reconciler_stop_before_write"):
             self._leave_pid()
             self._signal_self(signal.SIGSTOP)
         elif point == "kill_in_transaction":

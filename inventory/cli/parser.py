@@ -19,6 +19,7 @@ SCENARIO_NAMES = [
     "zk-leader-loss",
     "unique-key-lock",
     "redlock",
+    "standby",
 ]
 DESCRIPTION = (
     "Order and stock services that deduct inventory under a lock without overselling, "
@@ -38,6 +39,12 @@ def build_parser() -> Parser:
     p.add_argument("--workers", type=at_least(1), default=2, help="gunicorn workers per service")
     p.add_argument(
         "--threads", type=at_least(1), default=8, help="threads per stock-service worker"
+    )
+    p.add_argument(
+        "--reconcilers",
+        type=at_least(0),
+        default=2,
+        help="instances of the elected reconciler (one leads, the others stand by)",
     )
     p.set_defaults(func=stk.cmd_up)
     p = command("down", "stop what `up` started, and any stack a killed run left behind")
@@ -142,6 +149,15 @@ def build_parser() -> Parser:
         "--horizon-hours", type=positive_float, default=24, help="only orders younger than (hours)"
     )
     p.set_defaults(func=stk.cmd_reconcile)
+
+    p = command(
+        "reconciler",
+        "reconciliation as a service: one elected leader reconciles, the others stand by",
+    )
+    p.add_argument(
+        "--name", default=None, help="this instance's name in the election (default host:pid)"
+    )
+    p.set_defaults(func=stk.cmd_reconciler)
 
     p = command("bench", "throughput and latency against the limits of the parts")
     p.add_argument(

@@ -22,7 +22,12 @@ console = Console()
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        state = stack.up(workers=args.workers, threads=args.threads, say=console.print)
+        state = stack.up(
+            workers=args.workers,
+            threads=args.threads,
+            reconcilers=args.reconcilers,
+            say=console.print,
+        )
     except stack.SettingsError as exc:
         raise UsageError(str(exc)) from exc
     print_status(state, as_json=False)
@@ -212,6 +217,22 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         f"{report.unreachable} not checked (stock service unreachable)"
     )
     return 1 if report.mismatched or report.unreachable else 0
+
+
+def cmd_reconciler(args: argparse.Namespace) -> int:
+    import socket
+    import threading
+
+    from order_service.reconciler_service import serve
+    from shared.logs import configure_logging
+
+    state = stack.load_state()
+    env = {**(state.env() if state else {}), **os.environ}
+    settings = Settings.from_env(env)
+    configure_logging(settings.log_level)
+    name = args.name or f"{socket.gethostname()}:{os.getpid()}"
+    serve(settings, name, threading.Event())  # until SIGTERM or ^C, which resign on the way out
+    return 0
 
 
 def require_stack() -> stack.StackState:

@@ -16,6 +16,7 @@ from inventory.scenarios.leader_loss import zk_leader_loss
 from inventory.scenarios.redlock import redlock
 from inventory.scenarios.retries import double_submit, lost_response, redis_flag_lost, slow_stock
 from inventory.scenarios.rig import ScenarioResult
+from inventory.scenarios.standby import standby
 from inventory.scenarios.unique_key import unique_key_lock
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "redlock",
     "slow_stock",
     "stale_holder",
+    "standby",
     "unique_key_lock",
     "zk_leader_loss",
 ]
@@ -43,6 +45,7 @@ SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {
     "zk-leader-loss": zk_leader_loss,
     "unique-key-lock": unique_key_lock,
     "redlock": redlock,
+    "standby": standby,
 }
 # The scenarios that take unfenced=True (`--unfenced`): fencing off, to show what it prevents.
 UNFENCED = ("stale-holder", "unique-key-lock", "redlock")

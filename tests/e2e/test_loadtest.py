@@ -31,6 +31,7 @@ def stack_with(
     zk_server: ServerProcess,
     redis_server: ServerProcess,
     etcd_server: ServerProcess,
+    redlock_servers: list[ServerProcess],
     postgres_url: str,
 ) -> Iterator[object]:
     started: list[stack.StackState] = []
@@ -42,8 +43,9 @@ def stack_with(
             "LOCK_BACKEND": backend,
             "LOCK_SCOPE": scope,
             "ETCD_ENDPOINTS": f"http://{etcd_server.address}",
+            "REDLOCK_URLS": ",".join(f"redis://{s.address}/0" for s in redlock_servers),
         }
-        if backend == "database":  # row locks need PostgreSQL or MySQL
+        if backend in ("database", "unique-key"):  # row locks need PostgreSQL or MySQL
             env.update(ORDER_DATABASE_URL=postgres_url, STOCK_DATABASE_URL=postgres_url)
             migrations.upgrade(postgres_url, "order")
         state = stack.up(home=tmp_path / backend, extra_env=env, say=lambda *_: None)
@@ -60,7 +62,9 @@ CONFIG = LoadConfig(
 )
 
 
-@pytest.mark.parametrize("backend", ["zookeeper", "redis", "etcd", "database"])
+@pytest.mark.parametrize(
+    "backend", ["zookeeper", "redis", "etcd", "redlock", "database", "unique-key"]
+)
 def test_every_real_lock_sells_exactly_the_stock_with_no_violation(
     stack_with, backend: str, tmp_path: Path
 ) -> None:  # type: ignore[no-untyped-def]

@@ -92,3 +92,15 @@ def test_without_fencing_redlocks_two_holders_oversell() -> None:
     assert result.ok, result
     assert result.facts["flows"] == 2
     assert "initial - final = flows" in result.violations
+
+
+def test_one_reconciler_leads_and_standbys_take_over_after_a_kill_a_pause_and_a_resignation() -> (
+    None
+):
+    result = scenarios.standby()
+    assert result.ok, result
+    assert len(result.facts["acting"]) == 1  # exactly one instance ran passes
+    assert 1.0 < result.facts["kill_takeover_s"] < 10.0  # about the 2 s session timeout
+    assert result.facts["late_write_refused"] and result.facts["order"] == "CONFIRMED"
+    assert result.facts["resign_takeover_ms"] < 1000
+    print(f"\nstandby: {result.verdict}")

@@ -1,0 +1,195 @@
+"""`inventory demo standby`: one active, many standby (seeds 000 and 002). Three instances of
+the elected reconciler (`inventory reconciler`) on the demo stack's ZooKeeper:
+
+1. the leader is killed (SIGKILL): a standby takes over once the dead one's session expires;
+2. the leader stops itself (SIGSTOP) inside a pass, about to settle an order: a standby takes
+   over and settles it; the old leader resumes and its late write is refused by the fence;
+3. the leader resigns (SIGTERM): a standby takes over in milliseconds.
+Each takeover is timed from the instances' own log lines.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from rich.console import Console
+
+from inventory import stack
+from inventory.client import StackClient
+from inventory.scenarios.holders import _wait_for_pid
+from inventory.scenarios.rig import SCENARIO_ENV, ScenarioResult, Story, arm, scenario_stack
+from inventory.servers import spawn, stop_pid, wait_until
+from order_service.tables import orders
+
+ENV = {"RECONCILE_INTERVAL": "0.3", "RECONCILE_OLDER_THAN": "0"}
+LINE = re.compile(
+    r"reconciler: (\S+) (elected|pass|not the leader|refused|resigned)\b.*?at=([\d.]+)"
+)
+
+
+@dataclass
+class Event:
+    name: str
+    what: str
+    at: float
+    line: str
+
+
+class Instances:
+    def __init__(self, state: stack.StackState, count: int) -> None:
+        self.home = Path(state.home)
+        env = {**os.environ, **SCENARIO_ENV, **ENV, **state.env()}
+        self.pids = {
+            f"r{i}": spawn(
+                [sys.executable, "-m", "inventory.cli", "reconciler", "--name", f"r{i}"],
+                self.home / f"reconciler-r{i}.log",
+                self.home,
+                env,
+            )
+            for i in range(1, count + 1)
+        }
+
+    def events(self) -> list[Event]:
+        found = []
+        for name in self.pids:
+            path = self.home / f"reconciler-{name}.log"
+            for line in path.read_text(errors="replace").splitlines() if path.exists() else []:
+                match = LINE.search(line)
+                if match:
+                    found.append(Event(match[1], match[2], float(match[3]), line.split(": ", 1)[1]))
+        return sorted(found, key=lambda e: e.at)
+
+    def elected_after(self, moment: float, timeout: float = 30) -> Event:
+        def found() -> bool:
+            return any(e.what == "elected" and e.at > moment for e in self.events())
+
+        wait_until(found, timeout, "a leader")
+        return next(e for e in self.events() if e.what == "elected" and e.at > moment)
+
+    def first(self, name: str, what: str, after: float, timeout: float = 30) -> Event:
+        def found() -> list[Event]:
+            return [e for e in self.events() if e.name == name and e.what == what and e.at > after]
+
+        wait_until(lambda: bool(found()), timeout, f"{name} {what}")
+        return found()[0]
+
+    def stop_all(self) -> None:
+        for pid in self.pids.values():
+            if _alive(pid):
+                os.kill(pid, signal.SIGCONT)  # a stopped process would not see SIGTERM
+            stop_pid(pid)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+        return True
+    except OSError:
+        return False
+
+
+def _fail_order(state: stack.StackState, order_id: str) -> None:
+    """As if the request had given up before its deduction committed: FAILED, flows present."""
+    engine = sa.create_engine(state.order_database_url)
+    with engine.begin() as conn:
+        conn.execute(
+            sa.update(orders)
+            .where(orders.c.id == order_id)
+            .values(status="FAILED", reason="not_confirmed (demo: gave up before the commit)")
+        )
+    engine.dispose()
+
+
+def standby(console: Console | None = None) -> ScenarioResult:
+    story = Story(console)
+    with scenario_stack("standby", **ENV) as state:
+        group = Instances(state, 3)
+        try:
+            return _story(story, state, group)
+        finally:
+            group.stop_all()
+
+
+def _story(story: Story, state: stack.StackState, group: Instances) -> ScenarioResult:
+    facts: dict[str, Any] = {}
+    leader = group.elected_after(0)
+    story.step(
+        "Three reconcilers campaign on ZooKeeper (kazoo's Election; session timeout "
+        f"{SCENARIO_ENV['ZK_SESSION_TIMEOUT']} s). {leader.name} is elected: {leader.line}"
+    )
+    time.sleep(1.0)
+    acting = {e.name for e in group.events() if e.what == "pass"}
+    story.show(f"instances that ran passes: {sorted(acting)} (the others stand by)")
+    facts["acting"] = sorted(acting)
+
+    story.step(f"Kill the leader {leader.name} (SIGKILL): no resignation, its node stays.")
+    killed = time.time()
+    os.kill(group.pids[leader.name], signal.SIGKILL)
+    second = group.elected_after(killed)
+    facts["kill_takeover_s"] = round(second.at - killed, 2)
+    story.show(f"{second.line}  (takeover {facts['kill_takeover_s']} s after the kill)")
+
+    story.step(
+        "An order whose request gave up before its deduction committed (FAILED, flows "
+        f"present). Fault armed: the leader {second.name} stops itself (SIGSTOP) inside its "
+        "pass, after asking whether it still leads, just before it settles that order."
+    )
+    client = StackClient(state)
+    goods = f"sc-standby-{uuid.uuid4().hex[:6]}"
+    client.seed(goods, 5)
+    arm(state, "reconciler_stop_before_write")
+    order_id = client.gen_order({"userId": "erin", "items": [{"goodsId": goods, "num": 1}]}).json()[
+        "orderId"
+    ]
+    _fail_order(state, order_id)
+    pid = _wait_for_pid(group_flags(state))
+    stopped = time.time()
+    story.show(f"{second.name} (pid {pid}) stopped mid-pass")
+    third = group.elected_after(stopped)
+    facts["pause_takeover_s"] = round(third.at - stopped, 2)
+    story.show(f"{third.line}  (takeover {facts['pause_takeover_s']} s after the stop)")
+    wait_until(lambda: client.order_row(order_id)["status"] == "CONFIRMED", 10, "the settle")
+    story.show(f"{third.name} settled the order: {client.order_row(order_id)['status']}")
+    resumed = time.time()
+    os.kill(pid, signal.SIGCONT)
+    late = group.first(second.name, "refused", resumed)
+    story.step(f"{second.name} resumes (SIGCONT) and tries its late write:")
+    story.show(late.line)
+    facts["late_write_refused"] = True
+
+    story.step(f"The leader {third.name} resigns (SIGTERM: it resigns on the way out).")
+    os.kill(group.pids[third.name], signal.SIGTERM)
+    resigned = group.first(third.name, "resigned", resumed)
+    fourth = group.elected_after(resigned.at)
+    facts["resign_takeover_ms"] = round((fourth.at - resigned.at) * 1000, 1)
+    story.show(f"{fourth.line}  ({facts['resign_takeover_ms']} ms after the resignation)")
+    row = client.order_row(order_id)
+    client.close()
+    facts["order"] = row["status"]
+    ok = (
+        len(acting) == 1
+        and row["status"] == "CONFIRMED"
+        and facts["resign_takeover_ms"] < 1000
+        and facts["kill_takeover_s"] < 15
+    )
+    verdict = (
+        f"one leader at a time; takeover {facts['kill_takeover_s']} s after a kill, "
+        f"{facts['pause_takeover_s']} s after a pause (the paused leader's late write refused "
+        f"by the fence), {facts['resign_takeover_ms']} ms after a resignation"
+    )
+    return ScenarioResult("standby", ok, verdict if ok else "FAILED: " + verdict, [], facts)
+
+
+def group_flags(state: stack.StackState) -> Any:
+    import redis
+
+    return redis.Redis.from_url(state.redis_url, decode_responses=True)

@@ -1,0 +1,118 @@
+"""`inventory reconciler`: reconciliation as a service, one active and many standby. Every
+instance campaigns (order_service/election.py); the leader runs a pass every
+RECONCILE_INTERVAL; the others wait to take over.
+
+A leader that was paused or cut off must not act once deposed. Two guards, for two windows:
+- Before each pass it asks whether it still leads (ZooKeeper: its node still exists on a live
+  session; etcd: the election's leader key is still its own, on a lease still renewed). That
+  catches a leader that was deposed while it slept between passes, the common case.
+- A pause after that question (inside the pass) cannot be seen by the leader. Each write
+  carries its leader token and first moves the reconciler fence up to it, in the write's own
+  transaction (store.settle): once a newer leader has written, the older one's writes are
+  refused (Superseded) and it stands down. That is enough because every write of a pass goes
+  through that fence row, whose row lock orders the writes of two would-be leaders, and the
+  tokens only grow from leader to leader. Each write is also a compare-and-set on the order's
+  status, so even two passes of one leader never move an order twice.
+
+Lines meant for people and the standby demo: "elected", "pass", "not the leader", "refused",
+each with the instance, its token and the wall time (`at=`), so a takeover can be timed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+import redis
+
+from order_service.election import Elector, EtcdElector, ZooKeeperElector
+from order_service.reconcile import reconcile
+from order_service.stock_client import StockClient
+from order_service.store import OrderStore, Superseded
+from shared.db import make_engine
+from shared.settings import Settings
+from stock_service.faults import NO_FAULTS, Faults
+
+log = logging.getLogger("reconciler")
+ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as its key
+HORIZON = timedelta(hours=24)
+
+
+def make_elector(settings: Settings, identifier: str) -> Elector:
+    if settings.lock_backend == "etcd":
+        endpoints = [e.strip() for e in settings.etcd_endpoints.split(",") if e.strip()]
+        return EtcdElector(endpoints, ELECTION_PATH, identifier, settings.etcd_lease_ttl)
+    return ZooKeeperElector(
+        settings.zk_hosts, ELECTION_PATH, identifier, settings.zk_session_timeout
+    )
+
+
+def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
+    """Campaign, lead while elected, campaign again; until `stop` is set. Leaving resigns."""
+    store = OrderStore(make_engine(settings.order_database_url))
+    stock = StockClient(settings.stock_service_url, settings.stock_call_timeout, 0, 60, 0)
+    # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
+    # leader inside its pass, in the same Redis keys as the stock service's faults.
+    faults = (
+        Faults(redis.Redis.from_url(settings.redis_url, decode_responses=True))
+        if settings.fault_injection
+        else NO_FAULTS
+    )
+    elector = make_elector(settings, identifier)
+    log.info("%s campaigning at=%.3f", identifier, time.time())
+    try:
+        while not stop.is_set():
+            token = elector.campaign(stop)
+            if token is None:
+                break
+            log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
+            lead(settings, identifier, token, elector, store, stock, faults, stop)
+    finally:
+        elector.close()
+        log.warning("%s resigned at=%.3f", identifier, time.time())
+        stock.close()
+        store.engine.dispose()
+
+
+def lead(
+    settings: Settings,
+    identifier: str,
+    token: int,
+    elector: Elector,
+    store: OrderStore,
+    stock: StockClient,
+    faults: Faults,
+    stop: threading.Event,
+) -> None:
+    while not stop.is_set():
+        if not elector.is_leader():
+            log.warning(
+                "%s not the leader any more token=%d at=%.3f", identifier, token, time.time()
+            )
+            return
+        try:
+            report = reconcile(
+                store,
+                stock,
+                timedelta(seconds=settings.reconcile_older_than),
+                HORIZON,
+                timedelta(seconds=settings.flag_ttl),
+                fence=token,
+                before_write=lambda: faults.fire("reconciler_stop_before_write"),
+            )
+        except Superseded as exc:
+            log.warning("%s refused token=%d at=%.3f: %s", identifier, token, time.time(), exc)
+            elector.resign()
+            return
+        log.info(
+            "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d",
+            identifier,
+            token,
+            time.time(),
+            report.examined,
+            len(report.confirmed),
+            len(report.failed),
+        )
+        stop.wait(settings.reconcile_interval)
