@@ -30,7 +30,8 @@ servers:
 
 # `make demo` tells the story of one order; `make demo SCENARIO=stale-holder` runs a fault
 # scenario (double-submit, slow-stock, lost-response, redis-flag-lost, stale-holder,
-# crash-mid-deduction, zk-leader-loss, unique-key-lock, redlock, standby, herd).
+# crash-mid-deduction, zk-leader-loss, unique-key-lock, redlock, redis-failover, standby,
+# herd).
 SCENARIO ?=
 demo: $(STAMP) servers
 	$(BIN)/inventory demo $(SCENARIO)

@@ -49,6 +49,8 @@ class Settings:
     lock_root: str = "/inventory/locks"
     zk_session_timeout: float = 10.0
     redis_lock_ttl: float = 10.0  # lease of a Redis lock; the watchdog renews it while held
+    # A Redis lock is granted only once this many replicas have it (WAIT); 0: do not wait.
+    redis_lock_min_replicas: int = 0
     etcd_lease_ttl: float = 10.0  # lease of an etcd lock holder, kept alive every third of it
     # How long a unique-key lock row lives before a waiter may delete it (never renewed).
     unique_key_lock_ttl: float = 10.0

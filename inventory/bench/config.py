@@ -16,7 +16,15 @@ class BenchConfig:
     limit_seconds: float = 3.0  # per limit, split into three rounds
     warmup_seconds: float = 8.0
     spread_goods: int = 100
-    backends: tuple[str, ...] = ("zookeeper", "redis", "etcd", "database", "unique-key", NO_LOCK)
+    backends: tuple[str, ...] = (
+        "zookeeper",
+        "redis",
+        "etcd",
+        "redlock",
+        "database",
+        "unique-key",
+        NO_LOCK,
+    )
     global_scope: bool = True  # also LOCK_SCOPE=global for ZooKeeper
     database_url: str | None = None  # a server; the bench makes a database of its own there
     keep: bool = False
@@ -27,7 +35,7 @@ class BenchConfig:
             requests=600,
             limit_seconds=1.5,
             warmup_seconds=5.0,
-            backends=("zookeeper", "redis", "etcd", "database", "unique-key", NO_LOCK),
+            backends=("zookeeper", "redis", "etcd", "redlock", "database", "unique-key", NO_LOCK),
             global_scope=False,
         )
 

@@ -20,6 +20,7 @@ SCENARIO_NAMES = [
     "unique-key-lock",
     "redlock",
     "standby",
+    "redis-failover",
 ]
 DESCRIPTION = (
     "Order and stock services that deduct inventory under a lock without overselling, "

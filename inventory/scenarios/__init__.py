@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from inventory.scenarios.holders import crash_mid_deduction, stale_holder
 from inventory.scenarios.leader_loss import zk_leader_loss
+from inventory.scenarios.redis_failover import redis_failover
 from inventory.scenarios.redlock import redlock
 from inventory.scenarios.retries import double_submit, lost_response, redis_flag_lost, slow_stock
 from inventory.scenarios.rig import ScenarioResult
@@ -26,6 +27,7 @@ __all__ = [
     "crash_mid_deduction",
     "double_submit",
     "lost_response",
+    "redis_failover",
     "redis_flag_lost",
     "redlock",
     "slow_stock",
@@ -46,6 +48,7 @@ SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {
     "unique-key-lock": unique_key_lock,
     "redlock": redlock,
     "standby": standby,
+    "redis-failover": redis_failover,
 }
 # The scenarios that take unfenced=True (`--unfenced`): fencing off, to show what it prevents.
 UNFENCED = ("stale-holder", "unique-key-lock", "redlock")

@@ -20,7 +20,9 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
     if backend == "redis":
         from shared.locks.redis import RedisLocks
 
-        return RedisLocks(redis_client, ttl=settings.redis_lock_ttl)
+        return RedisLocks(
+            redis_client, ttl=settings.redis_lock_ttl, min_replicas=settings.redis_lock_min_replicas
+        )
     if backend == "etcd":
         from shared.locks.etcd import EtcdLocks
 

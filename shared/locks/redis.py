@@ -13,6 +13,7 @@ Two additions to the library, each for a reason:
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -61,10 +62,20 @@ class RedisLocks(LockBackend):
     name = "redis"
 
     def __init__(
-        self, client: redis.Redis, ttl: float = 10.0, poll_interval: float = 0.002
+        self,
+        client: redis.Redis,
+        ttl: float = 10.0,
+        poll_interval: float = 0.002,
+        min_replicas: int = 0,
+        replica_wait: float = 0.1,
     ) -> None:
         self.redis = client
         self.ttl = ttl
+        # A grant counts only once this many replicas have it (WAIT): a failover to a replica
+        # that never got the key would grant the lock, and its fencing counter, a second time
+        # (`inventory demo redis-failover`). 0: Redis's default asynchronous replication.
+        self.min_replicas = min_replicas
+        self.replica_wait = replica_wait
         # redis-py polls SET NX; its default of 0.1 s between tries would cap a hot lock at
         # a few handoffs per second.
         self.poll_interval = poll_interval
@@ -145,10 +156,28 @@ class RedisClaim(SequentialClaim):
             raise LockUnavailable("redis", type(exc).__name__) from exc
         if not acquired:
             return None
+        if self.locks.min_replicas:
+            self._wait_for_replicas(lock)
         entry = _Held(lock, self.locks.ttl)
         self.entries[name] = entry
         self.locks._watch(entry)
         return lock.fence, str(lock.name)
+
+    def _wait_for_replicas(self, lock: FencedLock) -> None:
+        wanted = self.locks.min_replicas
+        try:
+            acked = int(self.locks.redis.wait(wanted, int(self.locks.replica_wait * 1000)))
+        except redis.RedisError as exc:
+            acked, detail = 0, type(exc).__name__
+        else:
+            detail = f"{acked} of {wanted} replicas confirmed the lock"
+        if acked >= wanted:
+            return
+        # Ungranted: released, so a failover cannot find it on the replica later (a failed
+        # release leaves it to expire by its TTL).
+        with contextlib.suppress(redis.RedisError):
+            lock.release()
+        raise LockUnavailable("redis replica", detail)
 
     def give_back(self, name: str) -> None:
         entry = self.entries.pop(name, None)

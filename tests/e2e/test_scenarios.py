@@ -104,3 +104,11 @@ def test_one_reconciler_leads_and_standbys_take_over_after_a_kill_a_pause_and_a_
     assert result.facts["late_write_refused"] and result.facts["order"] == "CONFIRMED"
     assert result.facts["resign_takeover_ms"] < 1000
     print(f"\nstandby: {result.verdict}")
+
+
+def test_a_redis_failover_grants_one_lock_twice_with_one_token_unless_grants_wait() -> None:
+    result = scenarios.redis_failover()
+    assert result.ok, result
+    plain, waited = result.facts["plain"], result.facts["wait"]
+    assert plain["two_holders"] and plain["token_a"] == plain["token_b"]
+    assert waited["token_a"] is None and not waited["two_holders"]  # refused, not granted
