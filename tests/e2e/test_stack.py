@@ -82,7 +82,8 @@ async def place_orders(url: str, goods: str, count: int) -> tuple[Counter[int], 
 
 def test_two_hundred_buyers_of_forty_units_over_gunicorn(running_stack: stack.StackState) -> None:
     state = running_stack
-    assert len(state.pids) == 4  # zookeeper, redis, and one gunicorn master per service
+    # zookeeper, redis, one gunicorn master per service, and the two elected reconcilers
+    assert len(state.pids) == 6
     httpx.put(f"{state.stock_url}/stock/e2e-phone", json={"num": 40}).raise_for_status()
 
     statuses, elapsed = asyncio.run(place_orders(state.order_url, "e2e-phone", 200))
@@ -90,6 +91,21 @@ def test_two_hundred_buyers_of_forty_units_over_gunicorn(running_stack: stack.St
 
     assert statuses == {200: 40, 409: 160}
     assert httpx.get(f"{state.stock_url}/stock/e2e-phone").json()["num"] == 0
+
+
+def test_up_runs_two_reconcilers_of_which_one_is_elected(running_stack: stack.StackState) -> None:
+    home = Path(running_stack.home)
+    logs = [home / f"reconciler{i}.log" for i in (1, 2)]
+
+    def elected() -> list[str]:
+        return [p.name for p in logs if " elected " in p.read_text(errors="replace")]
+
+    deadline = time.monotonic() + 30
+    while not elected() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1.0)  # time enough for a second, wrong, election to show
+    assert len(elected()) == 1, [p.read_text() for p in logs]
+    assert all(" campaigning " in p.read_text() for p in logs)
 
 
 def test_status_reports_the_running_stack_as_json(running_stack: stack.StackState) -> None:
