@@ -15,7 +15,12 @@ class StackClient:
         # No kept-alive connections: fault demos stop and kill workers under them.
         fresh = httpx.Limits(max_keepalive_connections=0)
         self.order = httpx.Client(base_url=state.order_url, timeout=timeout, limits=fresh)
-        self.stock = httpx.Client(base_url=state.stock_url, timeout=timeout, limits=fresh)
+        self.stock = httpx.Client(
+            base_url=state.stock_url,
+            timeout=timeout,
+            limits=fresh,
+            headers=state.admin_headers(),  # PUT /stock is an admin route
+        )
 
     def seed(self, goods_id: str, num: int) -> dict[str, Any]:
         response = self.stock.put(f"/stock/{goods_id}", json={"num": num})

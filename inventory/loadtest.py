@@ -115,7 +115,9 @@ async def drive(
     async with httpx.AsyncClient(timeout=config.timeout, limits=limits) as client:
         for goods in goods_ids:
             seeded = await client.put(
-                f"{state.stock_url}/stock/{goods}", json={"num": config.stock}
+                f"{state.stock_url}/stock/{goods}",
+                json={"num": config.stock},
+                headers=state.admin_headers(),
             )
             seeded.raise_for_status()
         plan = plan_orders(config, goods_ids)

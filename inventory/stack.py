@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -54,6 +55,11 @@ class StackState:
     threads: int = 8
     etcd_endpoints: str = ""  # only with LOCK_BACKEND=etcd
     redlock_urls: str = ""  # only with LOCK_BACKEND=redlock
+    admin_token: str = ""  # the services' ADMIN_TOKEN: `up` generates one unless given
+
+    def admin_headers(self) -> dict[str, str]:
+        """What a client of this stack sends to its admin routes (PUT /stock, /faults)."""
+        return {"Authorization": f"Bearer {self.admin_token}"} if self.admin_token else {}
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -71,6 +77,7 @@ class StackState:
             "LOCK_SCOPE": self.lock_scope,
             **({"ETCD_ENDPOINTS": self.etcd_endpoints} if self.etcd_endpoints else {}),
             **({"REDLOCK_URLS": self.redlock_urls} if self.redlock_urls else {}),
+            **({"ADMIN_TOKEN": self.admin_token} if self.admin_token else {}),
         }
 
 
@@ -82,7 +89,10 @@ def load_state(home: Path | None = None) -> StackState | None:
 
 
 def save_state(state: StackState) -> None:
-    Path(state.home, STATE_FILE).write_text(json.dumps(asdict(state), indent=2))
+    path = Path(state.home, STATE_FILE)
+    path.touch(mode=0o600)  # it holds the admin token: readable by its owner only
+    path.chmod(0o600)
+    path.write_text(json.dumps(asdict(state), indent=2))
 
 
 def is_running(state: StackState) -> bool:
@@ -172,6 +182,7 @@ def up(
             threads=threads,
             etcd_endpoints=etcd_endpoints,
             redlock_urls=redlock_urls,
+            admin_token=env.get("ADMIN_TOKEN") or secrets.token_urlsafe(24),
         )
         save_state(state)  # from here on, `down` can stop what was started even after a crash
         migrations.upgrade(state.order_database_url, "order")

@@ -24,6 +24,7 @@ class ApiError(Exception):
         self.code = code
         self.message = message
         self.extra = extra
+        self.headers: dict[str, str] = {}  # e.g. WWW-Authenticate on a 401
 
 
 def error_response(code: int, message: str, /, **extra: Any) -> tuple[Response, int]:
@@ -33,7 +34,9 @@ def error_response(code: int, message: str, /, **extra: Any) -> tuple[Response, 
 def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> tuple[Response, int]:
-        return error_response(exc.code, exc.message, **exc.extra)
+        response, code = error_response(exc.code, exc.message, **exc.extra)
+        response.headers.update(exc.headers)
+        return response, code
 
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> tuple[Response, int]:

@@ -89,6 +89,9 @@ class Settings:
 
     # Fault injection for demos and tests. Off unless explicitly enabled.
     fault_injection: bool = False
+    # The admin routes (PUT /stock, PUT /faults) need `Authorization: Bearer <this>`; empty:
+    # they are off. `inventory up` generates one and its commands send it.
+    admin_token: str = ""
 
     log_level: str = "INFO"
 

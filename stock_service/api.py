@@ -6,6 +6,7 @@ from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from shared.admin import require_admin
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.validation import identifier, json_body, merge_lines, quantity
@@ -105,6 +106,7 @@ def get_stock(goods_id: str) -> Any:
 @bp.put("/stock/<goods_id>")
 def put_stock(goods_id: str) -> Any:
     d = deps()
+    require_admin(d.settings.admin_token, request)
     identifier(goods_id, "goodsId")
     body = json_body(request)
     if not isinstance(body, dict):

@@ -46,6 +46,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     )
     app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
     app.register_blueprint(bp)
+    if not settings.admin_token:
+        log.warning("ADMIN_TOKEN is not set: the admin routes (PUT /stock, PUT /faults) are off")
     if settings.fault_injection:
         log.warning("FAULT_INJECTION is on: PUT /faults/{point} can break this service")
         app.register_blueprint(faults_bp)

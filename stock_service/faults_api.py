@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask import Blueprint, Response, current_app, jsonify, request
 
+from shared.admin import require_admin
 from shared.http_errors import ApiError
 from shared.validation import json_body, quantity
 from stock_service.faults import POINTS
@@ -13,6 +14,7 @@ faults_bp = Blueprint("faults", __name__)
 
 @faults_bp.put("/faults/<point>")
 def arm_fault(point: str) -> Response:
+    require_admin(current_app.extensions["stock"].settings.admin_token, request)
     if point not in POINTS:
         raise ApiError(404, f"unknown fault point; one of {', '.join(POINTS)}")
     body = json_body(request)

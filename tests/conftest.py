@@ -24,6 +24,8 @@ PG_ADMIN_URL = os.environ.get(
 )
 MYSQL_ADMIN_URL = os.environ.get("TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
 BACKENDS = ("sqlite", "postgresql", "mysql")
+ADMIN_TOKEN = "test-admin-token"  # the services' ADMIN_TOKEN in the in-process tests
+ADMIN = {"Authorization": f"Bearer {ADMIN_TOKEN}"}
 
 
 def unique(prefix: str = "g") -> str:
@@ -126,6 +128,7 @@ def make_settings(
         "lock_timeout": 20.0,
         "zk_session_timeout": 4.0,
         "log_level": "WARNING",
+        "admin_token": ADMIN_TOKEN,
     }
     values.update(overrides)
     return Settings(**values)  # type: ignore[arg-type]

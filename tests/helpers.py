@@ -20,6 +20,7 @@ from shared.locks import LockBackend
 from shared.settings import Settings
 from stock_service.faults import Faults
 from stock_service.tables import stock, stock_flow
+from tests.conftest import ADMIN
 
 
 @dataclass
@@ -32,7 +33,7 @@ class Services:
     engine: sa.Engine
 
     def seed(self, goods_id: str, num: int) -> None:
-        response = self.stock.put(f"/stock/{goods_id}", json={"num": num})
+        response = self.stock.put(f"/stock/{goods_id}", json={"num": num}, headers=ADMIN)
         assert response.status_code == 200, response.json
 
     def level(self, goods_id: str) -> int | None:

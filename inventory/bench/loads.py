@@ -30,9 +30,9 @@ class LoadResult:
 
 def seed_goods(state: stack.StackState, count: int, prefix: str) -> list[str]:
     goods = [f"{prefix}{i}" for i in range(count)]
-    with httpx.Client(base_url=state.stock_url, timeout=30) as client:
+    with httpx.Client(base_url=state.stock_url, timeout=30, headers=state.admin_headers()) as c:
         for g in goods:
-            client.put(f"/stock/{g}", json={"num": 100_000_000}).raise_for_status()
+            c.put(f"/stock/{g}", json={"num": 100_000_000}).raise_for_status()
     return goods
 
 

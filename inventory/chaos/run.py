@@ -80,7 +80,9 @@ def _run(
     schedule = config.baseline + sum(nemesis.FAULTS[f].hold + config.recover for f in config.faults)
     expected = max(config.min_orders, int(EXPECTED_RATE * schedule))
     goods = make_goods(f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 5)
-    with httpx.Client(base_url=topology.STOCK_URL, timeout=10) as client:
+    with httpx.Client(
+        base_url=topology.STOCK_URL, timeout=10, headers=state.admin_headers()
+    ) as client:
         for goods_id, level in goods.levels.items():
             client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
     lb = topology.host("lb").address
@@ -115,7 +117,7 @@ def _run(
     last_heal = windows[-1].heal if windows else config.baseline
     recovered = report.recovery(load.ops, last_heal)
     if recovered is None:  # nothing confirmed after the last heal under load: ask once more
-        probe = _probe(goods.prefix, config.liveness_bound)
+        probe = _probe(goods.prefix, config.liveness_bound, state.admin_headers())
         recovered = None if probe is None else load.now() - last_heal
     last_invoke = max((op.invoke for op in load.ops), default=0.0)
     wait = started + last_invoke + FLAG_TTL + 2 - time.monotonic()
@@ -156,14 +158,16 @@ def _run(
     return {**summary, "table": table, "verdicts": verdicts}
 
 
-def _probe(prefix: str, bound: float) -> float | None:
+def _probe(prefix: str, bound: float, admin: dict[str, str]) -> float | None:
     """Seconds until one new order on a fresh goods id is confirmed; None past the bound."""
     goods_id = f"{prefix}probe"
     started = time.monotonic()
     with httpx.Client(timeout=20) as client:
         while time.monotonic() - started < bound:
             try:
-                client.put(f"{topology.STOCK_URL}/stock/{goods_id}", json={"num": 1000})
+                client.put(
+                    f"{topology.STOCK_URL}/stock/{goods_id}", json={"num": 1000}, headers=admin
+                )
                 answer = client.post(
                     f"{topology.ORDER_URL}/genOrder",
                     json={"userId": "probe", "items": [{"goodsId": goods_id, "num": 1}]},

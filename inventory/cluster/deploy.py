@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -44,7 +45,14 @@ class ClusterState:
 
     def save(self) -> None:
         data = asdict(self)
-        Path(self.home, STATE_FILE).write_text(json.dumps(data, indent=2))
+        path = Path(self.home, STATE_FILE)
+        path.touch(mode=0o600)  # it holds the admin token: readable by its owner only
+        path.chmod(0o600)
+        path.write_text(json.dumps(data, indent=2))
+
+    def admin_headers(self) -> dict[str, str]:
+        """What a client sends to the replicas' admin routes (PUT /stock, /faults)."""
+        return {"Authorization": f"Bearer {self.settings.get('ADMIN_TOKEN', '')}"}
 
     def proc(self, name: str) -> Proc:
         return self.procs[name]
@@ -99,6 +107,8 @@ def up(
     netns.require_root()
     home = home_dir()
     overrides = {k: v for k, v in (settings or {}).items() if v is not None}
+    # The replicas' admin token: the environment's, or one made for this cluster.
+    overrides.setdefault("ADMIN_TOKEN", os.environ.get("ADMIN_TOKEN") or secrets.token_urlsafe(24))
     env = {**nodes.service_env(overrides)}
     Settings.from_env(env)  # what the replicas would refuse, refused before anything starts
     existing = load_state(home)

@@ -115,7 +115,10 @@ def worker_fault(name: str, prefix: str, level: int, point: str, **env: str) -> 
 
 def arm(state: stack.StackState, point: str, value: float = 0, times: int = 1) -> None:
     httpx.put(
-        f"{state.stock_url}/faults/{point}", json={"value": value, "times": times}, timeout=10
+        f"{state.stock_url}/faults/{point}",
+        json={"value": value, "times": times},
+        headers=state.admin_headers(),
+        timeout=10,
     ).raise_for_status()
 
 

@@ -84,7 +84,9 @@ def test_two_hundred_buyers_of_forty_units_over_gunicorn(running_stack: stack.St
     state = running_stack
     # zookeeper, redis, one gunicorn master per service, and the two elected reconcilers
     assert len(state.pids) == 6
-    httpx.put(f"{state.stock_url}/stock/e2e-phone", json={"num": 40}).raise_for_status()
+    httpx.put(
+        f"{state.stock_url}/stock/e2e-phone", json={"num": 40}, headers=state.admin_headers()
+    ).raise_for_status()
 
     statuses, elapsed = asyncio.run(place_orders(state.order_url, "e2e-phone", 200))
     print(f"\n200 orders in {elapsed:.2f}s = {200 / elapsed:.0f} orders/s: {dict(statuses)}")

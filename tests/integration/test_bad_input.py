@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from order_service.tables import order_details, orders
 from stock_service.tables import stock, stock_flow
-from tests.conftest import unique
+from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 
 GOODS = "bad-input-goods"
@@ -149,7 +149,7 @@ def test_reduce_stock_refuses_a_bad_flag(services: Services) -> None:
 def test_put_stock_refuses_bad_levels(services: Services, body: Any) -> None:
     before = row_counts(services)
     response = services.stock.put(
-        f"/stock/{GOODS}", data=body_of(body), content_type="application/json"
+        f"/stock/{GOODS}", data=body_of(body), content_type="application/json", headers=ADMIN
     )
     assert response.status_code == 400
     assert row_counts(services) == before
@@ -173,7 +173,7 @@ def test_unknown_routes_and_methods_answer_json(services: Services) -> None:
 def test_a_json_body_sent_without_a_content_type_is_read_as_json(services: Services) -> None:
     """curl -d without -H 'Content-Type: application/json' is no reason to call a body empty."""
     goods = unique()
-    seeded = services.stock.put(f"/stock/{goods}", data=b'{"num": 2}')
+    seeded = services.stock.put(f"/stock/{goods}", data=b'{"num": 2}', headers=ADMIN)
     assert seeded.status_code == 200, seeded.json
     body = json.dumps({"userId": unique("u"), "goodsIds": [goods]}).encode()
     placed = services.order.post("/genOrder", data=body)
