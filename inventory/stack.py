@@ -23,6 +23,7 @@ import httpx
 import migrations
 from inventory import servers
 from inventory.etcd_server import start_etcd
+from inventory.gunicorn import start_service
 from inventory.servers import ServerProcess, free_port, pid_alive, port_open, stop_pid, wait_until
 from shared.settings import Settings
 
@@ -218,47 +219,6 @@ def up(
         (home / STATE_FILE).unlink(missing_ok=True)
         raise
     return state
-
-
-def start_service(
-    module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
-) -> int:
-    argv = gunicorn_argv(module, f"127.0.0.1:{port}", workers, threads)
-    return servers.spawn(argv, home / f"{module}.log", home, env)
-
-
-def gunicorn_argv(module: str, bind: str, workers: int, threads: int) -> list[str]:
-    """One service under gunicorn (the local stack's and each replica of the cluster's)."""
-    return [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        f"{module}:create_app()",
-        "--bind",
-        bind,
-        "--workers",
-        str(workers),
-        "--worker-class",
-        "gthread",
-        "--threads",
-        str(threads),
-        "--timeout",
-        "60",
-        "--graceful-timeout",
-        "5",
-        # Longer than the clients' idle expiry (the load test's is 1 s), so a client never
-        # sends on a connection the server is closing.
-        "--keep-alive",
-        "5",
-        "--backlog",
-        "2048",
-        "--error-logfile",
-        "-",
-        # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl by default: one path
-        # for every gunicorn of the user, which the two services (and every stack a test
-        # starts) would fight over. Nothing here uses it.
-        "--no-control-socket",
-    ]
 
 
 def healthy(url: str) -> bool:

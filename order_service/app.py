@@ -16,6 +16,7 @@ from shared.db import DatabaseUnavailable, make_engine
 from shared.http_errors import register_error_handlers
 from shared.logs import configure_logging
 from shared.redis_client import make_redis
+from shared.request_id import install_request_ids
 from shared.settings import Settings
 from shared.startup import prepare_schema
 
@@ -27,7 +28,7 @@ def create_app(
 ) -> Flask:
     """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
     settings = settings or Settings.from_env()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     app = Flask("order_service")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     engine = make_engine(settings.order_database_url)
@@ -53,6 +54,7 @@ def create_app(
     app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
     app.register_blueprint(bp)
     register_error_handlers(app)
+    install_request_ids(app)
 
     @app.errorhandler(DatabaseUnavailable)
     def _db(exc: DatabaseUnavailable) -> tuple[Response, int]:

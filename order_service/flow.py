@@ -32,6 +32,7 @@ from order_service.store import (
 )
 from shared.http_errors import ApiError
 from shared.ids import new_id
+from shared.logs import log_context
 
 log = logging.getLogger(__name__)
 
@@ -101,8 +102,12 @@ class OrderFlow:
             if existing is None:
                 raise
             return self.replay(existing, request)
+        # The flag is the order id (the article's design): both name this order in the logs.
+        log_context(order_id=order_id, flag=order_id)
+        log.info("order created for %s: %d goods ids", request.user_id, len(request.lines))
         self.write_flag(order_id)
         answer = self.stock.reduce_stock(order_id, request.lines)
+        log.info("stock service answered %s after %d attempts", answer.outcome, answer.attempts)
         if answer.outcome == "rejected":
             return self.undo_rejected(order_id, answer)
         if answer.outcome == "insufficient":
@@ -170,6 +175,7 @@ class OrderFlow:
         self, order_id: str, status: str, reason: str | None, code: int, **extra: Any
     ) -> OrderAnswer:
         self.store.finish(order_id, status, reason, extra.get("shortfalls"))
+        log.info("order %s%s", status, f" ({reason})" if reason else "")
         body: dict[str, Any] = {
             "orderId": order_id,
             "status": status,
@@ -201,6 +207,7 @@ class OrderFlow:
 
     def replay(self, existing: OrderRow, request: OrderRequest) -> OrderAnswer:
         """A repeat of an Idempotency-Key: the first request's answer, nothing new created."""
+        log_context(order_id=existing.id, flag=existing.id)
         if existing.request_hash != request.fingerprint():
             raise ApiError(
                 422,

@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from shared.request_id import request_id_headers
 from shared.retry import RetryBudget
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,9 @@ class StockClient:
         while budget.next_attempt():
             answer.attempts = budget.used
             try:
-                response = self.http.put(f"/reduceStock/{flag}", json=body)
+                response = self.http.put(
+                    f"/reduceStock/{flag}", json=body, headers=request_id_headers()
+                )
             except httpx.TransportError as exc:
                 answer.error = f"{type(exc).__name__} calling the stock service"
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
@@ -94,7 +97,7 @@ class StockClient:
     def flows(self, flag: str) -> list[dict[str, Any]] | None:
         """The stock flow of a flag, or None when the stock service gave no answer."""
         try:
-            response = self.http.get(f"/stockFlow/{flag}")
+            response = self.http.get(f"/stockFlow/{flag}", headers=request_id_headers())
         except httpx.TransportError as exc:
             log.warning("stockFlow %s: %s", flag, type(exc).__name__)
             return None

@@ -94,6 +94,7 @@ class Settings:
     admin_token: str = ""
 
     log_level: str = "INFO"
+    log_format: str = "text"  # or json: one JSON object per line, with the request id
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -124,6 +125,8 @@ class Settings:
     def validate(self) -> None:
         if self.lock_backend not in LOCK_BACKENDS:
             raise ValueError(f"LOCK_BACKEND must be one of {', '.join(LOCK_BACKENDS)}")
+        if self.log_format not in ("text", "json"):
+            raise ValueError("LOG_FORMAT must be text or json")
         if self.lock_scope not in LOCK_SCOPES:
             raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
         if self.deduct_batch_patience <= 0:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from flask import Blueprint, Response, current_app, jsonify, request
@@ -9,11 +10,13 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from shared.admin import require_admin
 from shared.http_errors import ApiError
 from shared.locks import lock_names
+from shared.logs import log_context
 from shared.validation import identifier, json_body, merge_lines, quantity
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 
 bp = Blueprint("stock", __name__)
+log = logging.getLogger("stock_service")
 
 
 def deps() -> StockDeps:
@@ -51,6 +54,7 @@ def flow_json(row: dict[str, Any]) -> dict[str, Any]:
 def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
     d = deps()
     identifier(flag, "flag")
+    log_context(flag=flag, order_id=flag)  # the order service's flag is its order id
     lines = parse_lines(json_body(request), d.settings.max_lines, d.settings.max_quantity)
     unknown = d.store.unknown_goods(sorted(lines))
     if unknown:
@@ -58,6 +62,7 @@ def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
     deduction: StockDeduction = d.deduction
     result = deduction.reduce(flag, lines)
     body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+    log.info("reduceStock: %s", result.outcome.value)
     timing = {"Server-Timing": result.timings.header()}
     if result.outcome is Outcome.INSUFFICIENT:
         body["shortfalls"] = [

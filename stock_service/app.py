@@ -11,6 +11,7 @@ from shared.http_errors import register_error_handlers
 from shared.locks import LockError, LockLost, LockTimeout, make_lock_backend
 from shared.logs import configure_logging
 from shared.redis_client import make_redis
+from shared.request_id import install_request_ids
 from shared.settings import Settings
 from shared.startup import prepare_schema
 from stock_service.api import bp
@@ -25,7 +26,7 @@ log = logging.getLogger("stock_service")
 
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings.from_env()
-    configure_logging(settings.log_level)
+    configure_logging(settings.log_level, settings.log_format)
     app = Flask("stock_service")
     app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
     engine = make_engine(settings.stock_database_url)
@@ -52,6 +53,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         log.warning("FAULT_INJECTION is on: PUT /faults/{point} can break this service")
         app.register_blueprint(faults_bp)
     register_error_handlers(app)
+    install_request_ids(app)
     register_dependency_errors(app)
     return app
 

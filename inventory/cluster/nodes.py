@@ -21,8 +21,8 @@ from inventory import servers
 from inventory.cluster import netns, topology
 from inventory.cluster.topology import Host
 from inventory.ensemble import zk_mode
+from inventory.gunicorn import gunicorn_argv
 from inventory.servers import wait_until
-from inventory.stack import gunicorn_argv
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 
