@@ -15,6 +15,8 @@ def start_service(
     module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
 ) -> int:
     argv = gunicorn_argv(module, f"127.0.0.1:{port}", workers, threads)
+    # The workers' metrics meet in this folder (shared/metrics.py); gunicorn_hooks wipes it.
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(home / f"metrics-{module}")}
     if env.get("LOG_FORMAT", "").strip().lower() == "json":
         config = home / "gunicorn-logging.json"
         config.write_text(json.dumps(gunicorn_json_log_config(env.get("LOG_LEVEL", "INFO"))))
@@ -53,4 +55,8 @@ def gunicorn_argv(module: str, bind: str, workers: int, threads: int) -> list[st
         # for every gunicorn of the user, which the two services (and every stack a test
         # starts) would fight over. Nothing here uses it.
         "--no-control-socket",
+        # prometheus_client's multiprocess mode: the metrics folder wiped at start, dead
+        # workers marked (inventory/gunicorn_hooks.py).
+        "--config",
+        "python:inventory.gunicorn_hooks",
     ]

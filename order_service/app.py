@@ -15,6 +15,7 @@ from order_service.store import OrderStore
 from shared.db import DatabaseUnavailable, make_engine
 from shared.http_errors import register_error_handlers
 from shared.logs import configure_logging
+from shared.metrics import install_metrics
 from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
 from shared.settings import Settings
@@ -55,6 +56,7 @@ def create_app(
     app.register_blueprint(bp)
     register_error_handlers(app)
     install_request_ids(app)
+    install_metrics(app, "order")
 
     @app.errorhandler(DatabaseUnavailable)
     def _db(exc: DatabaseUnavailable) -> tuple[Response, int]:

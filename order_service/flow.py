@@ -33,6 +33,7 @@ from order_service.store import (
 from shared.http_errors import ApiError
 from shared.ids import new_id
 from shared.logs import log_context
+from shared.metrics import CONFIRMATION_POLLS, ORDERS
 
 log = logging.getLogger(__name__)
 
@@ -162,11 +163,13 @@ class OrderFlow:
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
         """Read the flows at once, then again after each delay of the schedule (the article's
         3 s, 5 s, 10 s). None when the stock service never answered."""
+        CONFIRMATION_POLLS.inc()
         flows = self.stock.flows(order_id)
         for delay in self.confirm_backoff:
             if flows:
                 break
             self.sleep(delay)
+            CONFIRMATION_POLLS.inc()
             latest = self.stock.flows(order_id)
             flows = latest if latest is not None else flows
         return flows
@@ -176,6 +179,9 @@ class OrderFlow:
     ) -> OrderAnswer:
         self.store.finish(order_id, status, reason, extra.get("shortfalls"))
         log.info("order %s%s", status, f" ({reason})" if reason else "")
+        # The reason's class only ("outcome_unknown: ReadTimeout ..." counts as outcome_unknown):
+        # a label per error text would make a series per error text.
+        ORDERS.labels(status, (reason or "").split(":")[0].split(" ")[0] or "none").inc()
         body: dict[str, Any] = {
             "orderId": order_id,
             "status": status,

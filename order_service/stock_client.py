@@ -18,6 +18,7 @@ from typing import Any
 
 import httpx
 
+from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
 from shared.retry import RetryBudget
 
@@ -70,6 +71,8 @@ class StockClient:
         answer = StockAnswer(UNKNOWN)
         while budget.next_attempt():
             answer.attempts = budget.used
+            if budget.used > 1:
+                STOCK_CALL_RETRIES.inc()
             try:
                 response = self.http.put(
                     f"/reduceStock/{flag}", json=body, headers=request_id_headers()

@@ -11,6 +11,7 @@ from shared.admin import require_admin
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
+from shared.metrics import DEDUCTIONS
 from shared.validation import identifier, json_body, merge_lines, quantity
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
@@ -63,6 +64,7 @@ def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
     result = deduction.reduce(flag, lines)
     body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
     log.info("reduceStock: %s", result.outcome.value)
+    DEDUCTIONS.labels(result.outcome.value).inc()
     timing = {"Server-Timing": result.timings.header()}
     if result.outcome is Outcome.INSUFFICIENT:
         body["shortfalls"] = [

@@ -5,11 +5,13 @@ from __future__ import annotations
 import logging
 
 from flask import Flask, Response, jsonify
+from prometheus_client.core import Metric
 
 from shared.db import DatabaseUnavailable, make_engine
 from shared.http_errors import register_error_handlers
 from shared.locks import LockError, LockLost, LockTimeout, make_lock_backend
 from shared.logs import configure_logging
+from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
 from shared.settings import Settings
@@ -54,8 +56,18 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.register_blueprint(faults_bp)
     register_error_handlers(app)
     install_request_ids(app)
+    install_metrics(app, "stock", lambda: stock_levels(store))
     register_dependency_errors(app)
     return app
+
+
+def stock_levels(store: StockStore) -> list[Metric]:
+    """Read at scrape time: the levels of the 500 goods ids written last (a bounded series)."""
+    try:
+        levels = store.recent_levels()
+    except DatabaseUnavailable:
+        return []  # the scrape still answers, without the levels
+    return [gauge_family("stock_level", "Units in stock, by goods id", "goods_id", levels)]
 
 
 def register_dependency_errors(app: Flask) -> None:
@@ -71,6 +83,7 @@ def register_dependency_errors(app: Flask) -> None:
 
     @app.errorhandler(LockLost)
     def _lock_lost(exc: LockLost) -> tuple[Response, int]:
+        LOCK_LOSSES.inc()
         return unavailable(f"lock lost, nothing written: {exc}", "lock")
 
     @app.errorhandler(LockError)

@@ -33,6 +33,7 @@ import redis
 from shared.combining import BatchHandle, Combiner
 from shared.locks import LockBackend, LockTimeout, lock_names
 from shared.locks.base import Claim
+from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
 from shared.timing import Stopwatch
 from stock_service.batch import Decision, Outcome, Request, Shortfall
 from stock_service.faults import NO_FAULTS, Faults
@@ -232,6 +233,9 @@ class StockDeduction:
         locked = time.perf_counter()
         decisions = self.store.deduct_batch([requests[i] for i in chosen], lease)
         deducted = time.perf_counter()
+        LOCK_WAIT.labels(self.locks.name).observe(locked - started)
+        LOCK_HOLD.labels(self.locks.name).observe(deducted - locked)
+        BATCH_SIZE.observe(len(chosen))
         hold = Hold(
             size=len(chosen),
             tokens=dict(lease.tokens),

@@ -21,6 +21,7 @@ from shared.db import transaction
 from shared.db import utcnow as now
 from shared.ids import new_id
 from shared.locks import Lease, LockLost
+from shared.metrics import FENCING_REFUSALS
 from stock_service.batch import Decision, Plan, Request, Shortfall, plan
 from stock_service.faults import NO_FAULTS, Faults
 from stock_service.tables import stock, stock_flow
@@ -86,6 +87,16 @@ class StockStore:
         with self._known_guard:
             self._known |= found
         return sorted(set(unseen) - found)
+
+    def recent_levels(self, limit: int = 500) -> dict[str, int]:
+        """The levels of the goods ids most recently written, for the stock_level gauge."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            rows = conn.execute(
+                select(stock.c.goods_id, stock.c.num)
+                .order_by(stock.c.updated_at.desc())
+                .limit(limit)
+            )
+            return {row.goods_id: int(row.num) for row in rows}
 
     def flows(self, flag: str) -> list[dict[str, Any]]:
         with transaction(self.engine, DB, read_only=True) as conn:
@@ -245,6 +256,7 @@ class StockStore:
         # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
         # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
         if seen > token:
+            FENCING_REFUSALS.inc()
             raise LockLost(
                 f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
                 f"since this holder (token {token}) acquired"
@@ -258,6 +270,7 @@ class StockStore:
                 f"{goods_id} was written by an older lock holder (token {current}) after "
                 f"this holder (token {token}) read it"
             )
+        FENCING_REFUSALS.inc()
         raise LockLost(
             f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
             f"since this holder (token {token}) read it"

@@ -200,6 +200,7 @@ def service(replica: Host, home: Path, env: dict[str, str], workers: int, thread
     argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", workers, threads)
     folder = home / replica.name
     folder.mkdir(parents=True, exist_ok=True)
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics")}  # one per replica
     return Proc(replica.name, replica.name, argv, str(folder / "gunicorn.log"), env)
 
 

@@ -1,0 +1,115 @@
+"""Prometheus metrics of both services (prometheus_client), and the /metrics route.
+
+Under gunicorn every worker is a process: with PROMETHEUS_MULTIPROC_DIR set (`inventory up`
+gives each service a folder; inventory/gunicorn_hooks.py wipes it when gunicorn starts and
+marks dead workers), each process writes its values there and /metrics adds them up. Without
+it (tests in one process) the process's own registry is served.
+
+The metric objects are module-level, as prometheus_client intends: they hold values, not
+connections, so nothing connects at import.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+
+from flask import Flask, Response, g, request
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    CollectorRegistry,
+    Counter,
+    Histogram,
+    generate_latest,
+    multiprocess,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
+
+# Both services.
+HTTP_REQUESTS = Counter(
+    "http_requests_total", "HTTP requests answered", ["service", "route", "method", "status"]
+)
+HTTP_SECONDS = Histogram(
+    "http_request_duration_seconds", "Time to answer", ["service", "route"], buckets=LATENCY
+)
+# The order service.
+ORDERS = Counter("orders_total", "Orders decided, by status and reason", ["status", "reason"])
+STOCK_CALL_RETRIES = Counter(
+    "stock_call_retries_total", "Calls to the stock service repeated after the first"
+)
+CONFIRMATION_POLLS = Counter(
+    "confirmation_polls_total", "Reads of the stock flow to confirm an order"
+)
+# The stock service.
+DEDUCTIONS = Counter("deductions_total", "reduceStock requests decided, by outcome", ["outcome"])
+LOCK_WAIT = Histogram(
+    "lock_wait_seconds", "From a batch's claim to its lock held", ["backend"], buckets=LATENCY
+)
+LOCK_HOLD = Histogram(
+    "lock_hold_seconds", "The read-check-write done under the lock", ["backend"], buckets=LATENCY
+)
+BATCH_SIZE = Histogram(
+    "deduct_batch_size", "Requests served in one lock hold", buckets=(1, 2, 4, 8, 16, 32, 64)
+)
+FENCING_REFUSALS = Counter(
+    "fencing_refusals_total", "Writes refused because a newer lock holder had written"
+)
+LOCK_LOSSES = Counter("lock_losses_total", "Requests ended because the lock may have been lost")
+
+
+class _Gauges(Collector):
+    """Values read when Prometheus scrapes (the stock levels), not kept in the processes."""
+
+    def __init__(self, read: Callable[[], Iterable[Metric]]) -> None:
+        self.read = read
+
+    def collect(self) -> Iterator[Metric]:
+        yield from self.read()
+
+
+class _ThisProcess(Collector):
+    def collect(self) -> Iterator[Metric]:
+        yield from REGISTRY.collect()
+
+
+def gauge_family(name: str, doc: str, label: str, values: Mapping[str, float]) -> Metric:
+    family = GaugeMetricFamily(name, doc, labels=[label])
+    for key, value in sorted(values.items()):
+        family.add_metric([key], value)
+    return family
+
+
+def install_metrics(
+    app: Flask, service: str, scrape_time: Callable[[], Iterable[Metric]] | None = None
+) -> None:
+    """Count every request, and serve /metrics (with `scrape_time`'s gauges, if any)."""
+
+    @app.before_request
+    def _start_clock() -> None:
+        g.metrics_started = time.perf_counter()
+
+    @app.after_request
+    def _count(response: Response) -> Response:
+        route = request.url_rule.rule if request.url_rule is not None else "unmatched"
+        if route != "/metrics":
+            HTTP_REQUESTS.labels(service, route, request.method, str(response.status_code)).inc()
+            started = g.get("metrics_started")
+            if started is not None:
+                HTTP_SECONDS.labels(service, route).observe(time.perf_counter() - started)
+        return response
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        registry = CollectorRegistry()
+        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+            multiprocess.MultiProcessCollector(registry)
+        else:
+            registry.register(_ThisProcess())
+        if scrape_time is not None:
+            registry.register(_Gauges(scrape_time))
+        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
