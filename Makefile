@@ -1,5 +1,6 @@
 # The two commands of the README: `make demo` and `make test`. Each sets up what is missing:
-# the virtual environment, this package, and (as root, via apt-get) ZooKeeper and Redis.
+# the virtual environment, this package, and (as root, via apt-get) the servers it starts
+# (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also chromium).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
@@ -36,7 +37,8 @@ SCENARIO ?=
 demo: $(STAMP) servers
 	$(BIN)/inventory demo $(SCENARIO)
 
-test: $(STAMP) servers
+test: $(STAMP)
+	@scripts/ensure-servers.sh --test
 	$(BIN)/pytest
 
 lint: $(STAMP)

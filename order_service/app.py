@@ -8,6 +8,7 @@ import httpx
 from flask import Flask, Response, jsonify
 
 from order_service.api import bp
+from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
@@ -54,6 +55,7 @@ def create_app(
     )
     app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
     app.register_blueprint(bp)
+    app.register_blueprint(dashboard_bp)
     register_error_handlers(app)
     install_request_ids(app)
     install_metrics(app, "order")

@@ -105,11 +105,16 @@ def install_metrics(
 
     @app.get("/metrics")
     def metrics() -> Response:
-        registry = CollectorRegistry()
-        if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-            multiprocess.MultiProcessCollector(registry)
-        else:
-            registry.register(_ThisProcess())
-        if scrape_time is not None:
-            registry.register(_Gauges(scrape_time))
-        return Response(generate_latest(registry), mimetype=CONTENT_TYPE_LATEST)
+        return Response(scrape(scrape_time), mimetype=CONTENT_TYPE_LATEST)
+
+
+def scrape(scrape_time: Callable[[], Iterable[Metric]] | None = None) -> bytes:
+    """This service's metrics, all workers' (multiprocess) or this process's, as text."""
+    registry = CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        multiprocess.MultiProcessCollector(registry)
+    else:
+        registry.register(_ThisProcess())
+    if scrape_time is not None:
+        registry.register(_Gauges(scrape_time))
+    return generate_latest(registry)
