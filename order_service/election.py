@@ -81,9 +81,6 @@ class ZooKeeperElector:
         except KazooException:
             return False
 
-    def contenders(self) -> list[str]:
-        return list(self.election.contenders())
-
     def resign(self) -> None:
         with contextlib.suppress(KazooException):
             self.lock.release()

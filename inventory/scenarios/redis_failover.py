@@ -130,6 +130,8 @@ def _round(story: Story, home: Path, tag: str, min_replicas: int) -> dict[str, A
             + (f": two holders at once, tokens {token_a} and {token_b}" if both else "")
         )
         claim.release_all()
+        alice.close()  # their watchdog threads
+        bob.close()
         return {"two_holders": both, "token_a": token_a, "token_b": token_b, "s": promoted}
     finally:
         for server in (sentinel, replica, primary):
