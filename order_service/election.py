@@ -106,14 +106,14 @@ class EtcdElector:
         self.locks = EtcdLocks(endpoints, ttl=ttl)
         self.name = name
         self.identifier = identifier
-        self.lease = self.locks._checkout()
+        self.lease = self.locks.checkout()
         self.leader: dict[str, Any] | None = None
 
     def campaign(self, stop: threading.Event) -> int | None:
         body = {"name": _b64(self.name), "lease": self.lease.id, "value": _b64(self.identifier)}
         while not stop.is_set():
             if not self.lease.valid():  # expired while waiting: a new lease, a new place
-                self.lease = self.locks._checkout()
+                self.lease = self.locks.checkout()
                 body["lease"] = self.lease.id
             try:
                 reply = self.locks.gateway.post("/v3/election/campaign", body, timeout=1.0)

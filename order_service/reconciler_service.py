@@ -42,8 +42,9 @@ HORIZON = timedelta(hours=24)
 
 def make_elector(settings: Settings, identifier: str) -> Elector:
     if settings.lock_backend == "etcd":
-        endpoints = [e.strip() for e in settings.etcd_endpoints.split(",") if e.strip()]
-        return EtcdElector(endpoints, ELECTION_PATH, identifier, settings.etcd_lease_ttl)
+        return EtcdElector(
+            settings.etcd_endpoint_list(), ELECTION_PATH, identifier, settings.etcd_lease_ttl
+        )
     return ZooKeeperElector(
         settings.zk_hosts, ELECTION_PATH, identifier, settings.zk_session_timeout
     )

@@ -114,6 +114,9 @@ class Settings:
         settings.validate()
         return settings
 
+    def etcd_endpoint_list(self) -> list[str]:
+        return [e.strip() for e in self.etcd_endpoints.split(",") if e.strip()]
+
     def redlock_url_list(self) -> list[str]:
         return [url.strip() for url in self.redlock_urls.split(",") if url.strip()]
 

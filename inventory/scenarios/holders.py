@@ -3,130 +3,70 @@ by the fencing token), and a worker killed in the middle of its deduction."""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 import uuid
-from pathlib import Path
 
-import redis
 from kazoo.client import KazooClient
 from rich.console import Console
 
 from inventory.client import StackClient
 from inventory.cpu import children
+from inventory.scenarios.overlap import overlap_shown, slow_holder
 from inventory.scenarios.rig import (
     Background,
+    Rig,
     ScenarioResult,
     Story,
     finish,
-    log_lines,
     order_body,
+    process_state,
     timed_order,
+    wait_for_pid,
     worker_fault,
 )
 from inventory.servers import pid_alive, wait_until
-from stock_service.faults import LAST_PID
 
 # --- 5. stale-holder -----------------------------------------------------------------------
-
-
-def _wait_for_pid(flags: redis.Redis, timeout: float = 20) -> int:
-    found: list[int] = []
-
-    def left() -> bool:
-        value = flags.get(LAST_PID)
-        if value:
-            found.append(int(value))
-        return bool(found)
-
-    wait_until(left, timeout, "the faulted worker")
-    return found[0]
-
-
-def _process_state(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return "gone"
 
 
 def _lock_children(zk: KazooClient, path: str) -> list[str]:
     return sorted(zk.get_children(path)) if zk.exists(path) else []
 
 
+class _ZooKeeperNode:
+    """What the stale-holder story shows of the ZooKeeper lock: the holder's ephemeral node."""
+
+    lease = "ZooKeeper session (timeout 2 s; its ephemeral lock node went with it)"
+
+    def held(self, rig: Rig) -> list[str]:
+        return [f"{rig.lock_path}/{node}" for node in _lock_children(rig.zk, rig.lock_path)]
+
+    def expired(self, rig: Rig) -> bool:
+        return not _lock_children(rig.zk, rig.lock_path)
+
+    def after(self, rig: Rig) -> list[str]:
+        return self.held(rig)
+
+
 def stale_holder(console: Console | None = None, unfenced: bool = False) -> ScenarioResult:
     story = Story(console)
-    prefix = f"sc-stale-{uuid.uuid4().hex[:6]}-"
-    name = "stale-holder" + (" (unfenced)" if unfenced else "")
-    fencing = "false" if unfenced else "true"
-    # No retries of Alice's call: her retry would queue for the lock behind the stopped worker
-    # and, once its session expired, buy the unit itself (correct too, but then no second
-    # buyer meets the stale write, which is what this story shows).
-    with worker_fault(
-        "stale-holder", prefix, 1, "stop_after_read", FENCING=fencing, STOCK_CALL_RETRIES="0"
-    ) as rig:
-        state, client, flags, zk, goods = rig.state, rig.client, rig.flags, rig.zk, rig.goods
-        lock_path = rig.lock_path
-        story.step(
-            f"Seeded {goods} = 1 (the last unit). Fencing "
-            f"{'OFF' if unfenced else 'on'}. Fault armed: the worker that reads the level "
-            "under the lock stops itself (SIGSTOP), like a long GC pause."
-        )
-        order_a = Background(lambda: timed_order(StackClient(state), order_body("alice", goods)))
-        pid = _wait_for_pid(flags)
-        holder = (_lock_children(zk, lock_path) or ["?"])[0]
-        story.show(
-            f"worker {pid} read the level (1) holding {lock_path}/{holder}, and is now "
-            f"stopped (state {_process_state(pid)})"
-        )
-        paused = time.monotonic()
-        wait_until(lambda: not _lock_children(zk, lock_path), 30, "session expiry")
-        story.step(
-            f"After {time.monotonic() - paused:.1f} s its ZooKeeper session expired "
-            "(timeout 2 s): the ephemeral lock node is gone, the lock is free."
-        )
-        response_b, _ = timed_order(client, order_body("bob", goods))
-        story.step(
-            f"Bob's order takes the lock on the other worker and buys the last unit: "
-            f"HTTP {response_b.status_code} {response_b.json()}"
-        )
-        story.show(
-            f"{goods} = {client.level(goods)}; row fence now "
-            f"{client.stock.get(f'/stock/{goods}').json()['fence']}"
-        )
-        os.kill(pid, signal.SIGCONT)
-        story.step(f"Worker {pid} resumes (SIGCONT) and writes what it computed from its old read.")
-        response_a, _ = order_a.result()
-        wait_until(
-            lambda: bool(log_lines(state, "stock_service", response_a.json()["orderId"])) or True,
-            5,
-            "log",
-        )
-        for line in log_lines(state, "stock_service", "503") or ["(no refusal logged)"]:
-            story.show(line)
-        story.show(f"Alice's order: HTTP {response_a.status_code} {response_a.json()}")
-        level = client.level(goods)
-        flows = len(client.flows(response_a.json()["orderId"])) + len(
-            client.flows(response_b.json()["orderId"])
-        )
-        story.step(f"{goods} = {level}; flows for the two orders: {flows} (one unit existed)")
-        checks = finish(state, story, prefix)
-    violated = [c.name for c in checks if not c.ok]
+    result = slow_holder(
+        story, "stale-holder", {}, unfenced, _ZooKeeperNode(), buyers=("alice", "bob")
+    )
+    ok = overlap_shown(result, unfenced)
+    violated = [c.name for c in result["checks"] if not c.ok]
     if unfenced:
-        ok = "initial - final = flows" in violated
-        verdict = (
-            (
-                f"the stale write went through: {flows} flows for 1 unit, violated: "
-                f"{', '.join(violated)}"
-            )
-            if ok
-            else "FAILED: no oversell shown"
-        )
+        verdict = f"the stale write went through: {result['flows']} flows for 1 unit, violated: "
+        verdict += ", ".join(violated)
     else:
-        ok = not violated and flows == 1 and level == 0 and response_b.status_code == 200
-        verdict = "the stale holder's write was refused by the fencing token" if ok else "FAILED"
-    return ScenarioResult(name, ok, verdict, checks, {"flows": flows, "level": level})
+        verdict = "the stale holder's write was refused by the fencing token"
+    return ScenarioResult(
+        "stale-holder" + (" (unfenced)" if unfenced else ""),
+        ok,
+        verdict if ok else "FAILED: " + verdict,
+        result["checks"],
+        {"flows": result["flows"], "level": result["level"]},
+    )
 
 
 # --- 6. crash-mid-deduction ----------------------------------------------------------------
@@ -143,11 +83,11 @@ def crash_mid_deduction(console: Console | None = None) -> ScenarioResult:
             "(SIGKILL) inside the transaction, holding the lock, before commit."
         )
         order_a = Background(lambda: timed_order(StackClient(state), order_body("alice", goods)))
-        pid = _wait_for_pid(flags)
+        pid = wait_for_pid(flags)
         wait_until(lambda: not pid_alive(pid), 10, "the killed worker")
         nodes = _lock_children(zk, lock_path)
         story.show(
-            f"worker {pid} is {_process_state(pid)}; its lock node is still there: "
+            f"worker {pid} is {process_state(pid)}; its lock node is still there: "
             f"{nodes} (ephemeral: it lives until the session times out)"
         )
         story.step("Bob orders now: the next waiter.")

@@ -21,6 +21,8 @@ from inventory.check import CheckResult, print_results, run_check
 from inventory.client import StackClient
 from inventory.demo import RedisMonitor
 from inventory.homes import temporary_home
+from inventory.servers import wait_until
+from stock_service.faults import LAST_PID
 
 # Short timeouts so every story takes seconds; what each one means is in the README.
 SCENARIO_ENV = {
@@ -174,3 +176,25 @@ class Background:
 
 def flag_commands(monitor: RedisMonitor, flag: str) -> list[str]:
     return [line for line in monitor.lines if flag in line]
+
+
+def wait_for_pid(flags: redis.Redis, timeout: float = 20) -> int:
+    """The pid a faulted process left in Redis before it stopped or killed itself."""
+    found: list[int] = []
+
+    def left() -> bool:
+        value = flags.get(LAST_PID)
+        if value:
+            found.append(int(value))
+        return bool(found)
+
+    wait_until(left, timeout, "the faulted worker")
+    return found[0]
+
+
+def process_state(pid: int) -> str:
+    """The state letter of /proc/<pid>/stat (T: stopped), or "gone"."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"

@@ -25,8 +25,14 @@ from rich.console import Console
 
 from inventory import stack
 from inventory.client import StackClient
-from inventory.scenarios.holders import _wait_for_pid
-from inventory.scenarios.rig import SCENARIO_ENV, ScenarioResult, Story, arm, scenario_stack
+from inventory.scenarios.rig import (
+    SCENARIO_ENV,
+    ScenarioResult,
+    Story,
+    arm,
+    scenario_stack,
+    wait_for_pid,
+)
 from inventory.servers import spawn, stop_pid, wait_until
 from order_service.tables import orders
 
@@ -151,7 +157,7 @@ def _story(story: Story, state: stack.StackState, group: Instances) -> ScenarioR
         "orderId"
     ]
     _fail_order(state, order_id)
-    pid = _wait_for_pid(group_flags(state))
+    pid = wait_for_pid(group_flags(state))
     stopped = time.time()
     story.show(f"{second.name} (pid {pid}) stopped mid-pass")
     third = group.elected_after(stopped)

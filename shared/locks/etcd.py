@@ -104,9 +104,10 @@ class EtcdLocks(LockBackend):
         self._keeper: threading.Thread | None = None
 
     def new_claim(self, names: list[str]) -> EtcdClaim:
-        return EtcdClaim(self, names, self._checkout())
+        return EtcdClaim(self, names, self.checkout())
 
-    def _checkout(self) -> EtcdLease:
+    def checkout(self) -> EtcdLease:
+        """A kept-alive lease of the pool, for one holder at a time (a claim, an elector)."""
         with self._guard:
             while self._free:
                 lease = self._free.pop()

@@ -26,8 +26,7 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
     if backend == "etcd":
         from shared.locks.etcd import EtcdLocks
 
-        endpoints = [e.strip() for e in settings.etcd_endpoints.split(",") if e.strip()]
-        return EtcdLocks(endpoints, ttl=settings.etcd_lease_ttl)
+        return EtcdLocks(settings.etcd_endpoint_list(), ttl=settings.etcd_lease_ttl)
     if backend == "database":
         from shared.locks.database import DatabaseLocks
 

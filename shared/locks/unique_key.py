@@ -75,14 +75,14 @@ class UniqueKeyLocks(LockBackend):
         assert row_id is not None
         return int(row_id), expires_at
 
-    def clean_expired(self, name: str | None = None) -> int:
-        """Delete the rows past their expiry (of one name, or all): the cleaner. Returns how
-        many went. A row is only ever deleted by its holder or once expired. A plain read comes
-        first: a DELETE takes locks even when it finds nothing, and waiters poll often."""
+    def clean_expired(self, name: str) -> int:
+        """Delete the rows of `name` past their expiry: the cleaner. Returns how many went. A
+        row is only ever deleted by its holder or once expired. A plain read comes first: a
+        DELETE takes locks even when it finds nothing, and waiters poll often."""
         now = self.clock()
-        expired = select(lock_keys.c.id).where(lock_keys.c.expires_at < now)
-        if name is not None:
-            expired = expired.where(lock_keys.c.name == name)
+        expired = select(lock_keys.c.id).where(
+            lock_keys.c.name == name, lock_keys.c.expires_at < now
+        )
         try:
             with self.engine.begin() as conn:
                 ids = list(conn.execute(expired).scalars())
