@@ -1,81 +1,91 @@
-"""The order service's HTTP routes."""
+"""The order service's HTTP routes. The input rules are the models of schemas.py, checked by
+apiflask before a view runs; the statuses each route can answer are listed with it."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from apiflask import APIBlueprint
+from flask import Response, current_app, jsonify
 
 from order_service.deps import OrderDeps
 from order_service.flow import OrderRequest
+from order_service.schemas import (
+    IdempotencyHeaders,
+    OrderAnswer,
+    OrderPath,
+    OrderRefused,
+    OrderUnavailable,
+    OrderView,
+    order_body_model,
+)
+from shared.api_app import answers
 from shared.http_errors import ApiError
+from shared.schemas import ErrorBody, Health, merge_lines
 from shared.settings import Settings
-from shared.validation import identifier, json_body, merge_lines, quantity
 
-bp = Blueprint("orders", __name__)
-MAX_IDEMPOTENCY_KEY = 128
+TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
 
 
 def deps() -> OrderDeps:
     return current_app.extensions["orders"]
 
 
-def parse_order(body: Any, settings: Settings) -> OrderRequest:
-    """Both of the article's body forms: goodsIds (one of each) or items with a num."""
-    if not isinstance(body, dict):
-        raise ApiError(400, "body must be a JSON object")
-    user_id = identifier(body.get("userId"), "userId")
-    has_ids, has_items = "goodsIds" in body, "items" in body
-    if has_ids == has_items:
-        raise ApiError(400, "give exactly one of goodsIds or items")
-    entries = body["goodsIds"] if has_ids else body["items"]
-    field = "goodsIds" if has_ids else "items"
-    if not isinstance(entries, list) or not entries:
-        raise ApiError(400, f"{field} must be a non-empty list", field=field)
-    if len(entries) > settings.max_lines:
-        raise ApiError(400, f"at most {settings.max_lines} {field} per order", field=field)
-    pairs: list[tuple[str, int]] = []
-    for i, entry in enumerate(entries):
-        if has_ids:
-            pairs.append((identifier(entry, f"goodsIds[{i}]"), 1))
-            continue
-        if not isinstance(entry, dict):
-            raise ApiError(400, f"items[{i}] must be an object", field=f"items[{i}]")
-        goods_id = identifier(entry.get("goodsId"), f"items[{i}].goodsId")
-        pairs.append(
-            (goods_id, quantity(entry.get("num"), f"items[{i}].num", settings.max_quantity))
+def order_routes(settings: Settings) -> APIBlueprint:
+    bp = APIBlueprint("orders", __name__, tag="Orders")
+    order_body = order_body_model(settings.max_lines, settings.max_quantity)
+
+    @bp.post("/genOrder")
+    @bp.input(IdempotencyHeaders, location="headers")
+    @bp.input(order_body, example={"userId": "u1", "items": [{"goodsId": "sku-1", "num": 2}]})
+    @bp.doc(
+        responses=answers(
+            {
+                200: (OrderAnswer, "CONFIRMED: the stock was deducted and the flow seen"),
+                202: (OrderAnswer, "PENDING: a repeat of a key whose first request still runs"),
+                409: (OrderAnswer, "FAILED: insufficient stock, or the deduction not confirmed"),
+                413: TOO_LARGE,
+                422: (
+                    OrderRefused,
+                    "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
+                    "or an Idempotency-Key reused with another body",
+                ),
+                503: (OrderUnavailable, "A dependency is down: the order FAILED or is PENDING"),
+            }
         )
-    return OrderRequest(user_id, merge_lines(pairs, settings.max_quantity))
+    )
+    def gen_order(headers_data: Any, json_data: Any) -> tuple[Response, int, dict[str, str]]:
+        """Place an order: create it, write the operation flag, deduct, confirm by polling."""
+        d = deps()
+        lines = merge_lines(json_data.pairs(), settings.max_quantity)
+        order_request = OrderRequest(json_data.userId, lines)
+        answer = d.flow.place(order_request, headers_data.idempotency_key)
+        return jsonify(answer.body), answer.status_code, answer.headers
 
+    @bp.get("/orders/<orderId>")
+    @bp.input(OrderPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (OrderView, "The order"),
+                404: (ErrorBody, "No such order"),
+                503: (OrderUnavailable, "The order database is down"),
+            }
+        )
+    )
+    def get_order(orderId: str, path_data: Any) -> Response:
+        """One order, its lines and its status."""
+        order = deps().store.get(orderId)
+        if order is None:
+            raise ApiError(404, f"unknown order: {orderId}")
+        return jsonify(order.as_json())
 
-def idempotency_key() -> str | None:
-    key = request.headers.get("Idempotency-Key")
-    if key is None:
-        return None
-    if not key or len(key) > MAX_IDEMPOTENCY_KEY or not key.isprintable():
-        raise ApiError(400, f"Idempotency-Key must be 1-{MAX_IDEMPOTENCY_KEY} printable characters")
-    return key
+    @bp.get("/healthz")
+    @bp.doc(responses=answers({200: (Health, "All dependencies up"), 503: (Health, "One is down")}))
+    def healthz() -> tuple[Response, int]:
+        """The database, Redis and the stock service, each checked."""
+        checks = deps().health()
+        ok = all(checks.values())
+        return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
 
-
-@bp.post("/genOrder")
-def gen_order() -> tuple[Response, int, dict[str, str]]:
-    d = deps()
-    order_request = parse_order(json_body(request), d.settings)
-    answer = d.flow.place(order_request, idempotency_key())
-    return jsonify(answer.body), answer.status_code, answer.headers
-
-
-@bp.get("/orders/<order_id>")
-def get_order(order_id: str) -> Response:
-    identifier(order_id, "orderId")
-    order = deps().store.get(order_id)
-    if order is None:
-        raise ApiError(404, f"unknown order: {order_id}")
-    return jsonify(order.as_json())
-
-
-@bp.get("/healthz")
-def healthz() -> tuple[Response, int]:
-    checks = deps().health()
-    ok = all(checks.values())
-    return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
+    return bp

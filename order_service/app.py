@@ -7,12 +7,13 @@ import logging
 import httpx
 from flask import Flask, Response, jsonify
 
-from order_service.api import bp
+from order_service.api import order_routes
 from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
+from shared.api_app import make_api_app
 from shared.db import DatabaseUnavailable, make_engine
 from shared.http_errors import register_error_handlers
 from shared.logs import configure_logging
@@ -31,8 +32,14 @@ def create_app(
     """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level, settings.log_format)
-    app = Flask("order_service")
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app = make_api_app(
+        "order_service",
+        settings,
+        "Order service",
+        "Places orders (POST /genOrder) and confirms each against the stock service's flow. "
+        'Errors are `{"error": ..., "field"?: ...}`; a dependency that is down is a 503 '
+        "naming it.",
+    )
     engine = make_engine(settings.order_database_url)
     prepare_schema(engine, "order", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
@@ -54,7 +61,7 @@ def create_app(
         settings.idempotency_wait,
     )
     app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
-    app.register_blueprint(bp)
+    app.register_blueprint(order_routes(settings))
     app.register_blueprint(dashboard_bp)
     register_error_handlers(app)
     install_request_ids(app)

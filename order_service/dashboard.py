@@ -12,16 +12,31 @@ import time
 from collections import defaultdict
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify
+from apiflask import APIBlueprint
+from flask import Response, current_app, jsonify
 from prometheus_client.parser import text_string_to_metric_families
 
+from shared.api_app import answers
 from shared.metrics import scrape
+from shared.schemas import Answer
 
-dashboard_bp = Blueprint("dashboard", __name__)
+dashboard_bp = APIBlueprint("dashboard", __name__, tag="Operations")
+
+
+class DashboardSample(Answer):
+    """Cumulative totals; the page turns two samples into rates. The stock service's part
+    (deductions, batchSum, batchCount, fencingRefusals, lockLosses, lockWait, stock) is there
+    when stockUp is true."""
+
+    t: float
+    orders: dict[str, float]
+    stockUp: bool
 
 
 @dashboard_bp.get("/dashboard")
+@dashboard_bp.doc(responses=answers({200: (None, "The live dashboard page", "text/html")}))
 def page() -> Response:
+    """The live dashboard (uPlot), polling /dashboard/data every second."""
     # The app's own static folder (order_service/static): the page, its script, uPlot.
     return current_app.send_static_file("dashboard.html")
 
@@ -74,7 +89,9 @@ def summarize(order_text: str, stock_text: str | None) -> dict[str, Any]:
 
 
 @dashboard_bp.get("/dashboard/data")
+@dashboard_bp.doc(responses=answers({200: (DashboardSample, "One sample of the counters")}))
 def data() -> Response:
+    """What the dashboard polls: this service's and the stock service's counters."""
     stock = current_app.extensions["orders"].stock
     try:
         answer = stock.http.get("/metrics", timeout=2.0)

@@ -3,23 +3,34 @@
 # what the cluster needs (haproxy, nftables, iproute2), through apt-get when run as root;
 # otherwise says what to install. Idempotent. With --test also what only the tests use:
 # Debian's chromium, which the dashboard test drives with playwright (playwright cannot
-# download a browser of its own here).
+# download a browser of its own here), and Debian's prometheus, which `inventory up --monitoring`
+# starts (also installed by --monitoring; without its recommended exporters, which would start
+# services of their own).
 set -euo pipefail
 need=()
+lean=()  # installed without recommends
 if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+if { [ "${1:-}" = "--test" ] || [ "${1:-}" = "--monitoring" ]; } && ! command -v prometheus >/dev/null 2>&1; then
+  lean+=(prometheus)
+fi
 if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi
 if ! command -v haproxy >/dev/null 2>&1; then need+=(haproxy); fi
 if ! command -v etcd >/dev/null 2>&1; then need+=(etcd-server); fi
 if ! command -v nft >/dev/null 2>&1; then need+=(nftables); fi
 if ! command -v ip >/dev/null 2>&1; then need+=(iproute2); fi
-[ ${#need[@]} -eq 0 ] && exit 0
+[ ${#need[@]} -eq 0 ] && [ ${#lean[@]} -eq 0 ] && exit 0
 if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then
-  echo "installing ${need[*]} with apt-get ..."
+  echo "installing ${need[*]} ${lean[*]} with apt-get ..."
   apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  if [ ${#need[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+  fi
+  if [ ${#lean[@]} -gt 0 ]; then
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${lean[@]}" >/dev/null
+  fi
   exit 0
 fi
-echo "missing system packages: ${need[*]}" >&2
-echo "install them, e.g.: sudo apt-get install ${need[*]}   (Debian/Ubuntu)" >&2
+echo "missing system packages: ${need[*]} ${lean[*]}" >&2
+echo "install them, e.g.: sudo apt-get install ${need[*]} ${lean[*]}   (Debian/Ubuntu)" >&2
 exit 1

@@ -41,9 +41,11 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(HTTPException)
     def _http_error(exc: HTTPException) -> tuple[Response, int]:
         status = exc.code or 500
-        if status == 413:
-            return error_response(413, "request body too large")
-        return error_response(status, exc.description or exc.name)
+        message = "request body too large" if status == 413 else exc.description or exc.name
+        response, code = error_response(status, message)
+        # werkzeug's own headers, such as the Allow of a 405 (RFC 9110 asks for it).
+        response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
+        return response, code
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:

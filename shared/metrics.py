@@ -15,7 +15,8 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 
-from flask import Flask, Response, g, request
+from apiflask import APIFlask
+from flask import Response, g, request
 from prometheus_client import (
     CONTENT_TYPE_LATEST,
     REGISTRY,
@@ -27,6 +28,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
+
+from shared.api_app import answers
 
 LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -85,7 +88,7 @@ def gauge_family(name: str, doc: str, label: str, values: Mapping[str, float]) -
 
 
 def install_metrics(
-    app: Flask, service: str, scrape_time: Callable[[], Iterable[Metric]] | None = None
+    app: APIFlask, service: str, scrape_time: Callable[[], Iterable[Metric]] | None = None
 ) -> None:
     """Count every request, and serve /metrics (with `scrape_time`'s gauges, if any)."""
 
@@ -104,7 +107,12 @@ def install_metrics(
         return response
 
     @app.get("/metrics")
+    @app.doc(
+        tags=["Operations"],
+        responses=answers({200: (None, "Prometheus text format, all workers", "text/plain")}),
+    )
     def metrics() -> Response:
+        """Prometheus metrics of this service."""
         return Response(scrape(scrape_time), mimetype=CONTENT_TYPE_LATEST)
 
 

@@ -1,43 +1,41 @@
-"""The stock service's HTTP routes: parse and validate, call one step, shape the answer."""
+"""The stock service's HTTP routes: validated by apiflask against the models of schemas.py,
+then one step each; every status a route can answer is listed with it."""
 
 from __future__ import annotations
 
 import logging
 from typing import Any
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from apiflask import APIBlueprint, HTTPTokenAuth
+from flask import Response, current_app, jsonify
 
-from shared.admin import require_admin
+from shared.api_app import answers
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.validation import identifier, json_body, merge_lines, quantity
+from shared.schemas import ErrorBody, Health, merge_lines
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
+from stock_service.schemas import (
+    Deduction,
+    FlagPath,
+    Flows,
+    GoodsPath,
+    InputModels,
+    LevelSet,
+    StockLevel,
+    StockUnavailable,
+    UnknownGoods,
+)
 
-bp = Blueprint("stock", __name__)
 log = logging.getLogger("stock_service")
+TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
+DOWN = (StockUnavailable, "A dependency is down, or the lock was not had: nothing written")
 
 
 def deps() -> StockDeps:
     return current_app.extensions["stock"]
-
-
-def parse_lines(body: Any, max_lines: int, max_quantity: int) -> dict[str, int]:
-    if not isinstance(body, list):
-        raise ApiError(400, 'body must be a JSON list of {"goodsId": ..., "goodsNum": ...}')
-    if not body:
-        raise ApiError(400, "body must list at least one goods id")
-    if len(body) > max_lines:
-        raise ApiError(400, f"at most {max_lines} lines per deduction")
-    pairs = []
-    for i, line in enumerate(body):
-        if not isinstance(line, dict):
-            raise ApiError(400, f"line {i} must be an object")
-        goods_id = identifier(line.get("goodsId"), f"[{i}].goodsId")
-        pairs.append((goods_id, quantity(line.get("goodsNum"), f"[{i}].goodsNum", max_quantity)))
-    return merge_lines(pairs, max_quantity)
 
 
 def flow_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -51,82 +49,125 @@ def flow_json(row: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@bp.put("/reduceStock/<flag>")
-def reduce_stock(flag: str) -> tuple[Response, int, dict[str, str]]:
-    d = deps()
-    identifier(flag, "flag")
-    log_context(flag=flag, order_id=flag)  # the order service's flag is its order id
-    lines = parse_lines(json_body(request), d.settings.max_lines, d.settings.max_quantity)
-    unknown = d.store.unknown_goods(sorted(lines))
-    if unknown:
-        raise ApiError(404, f"unknown goods: {', '.join(unknown)}", goodsIds=unknown)
-    deduction: StockDeduction = d.deduction
-    result = deduction.reduce(flag, lines)
-    body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
-    log.info("reduceStock: %s", result.outcome.value)
-    DEDUCTIONS.labels(result.outcome.value).inc()
-    timing = {"Server-Timing": result.timings.header()}
-    if result.outcome is Outcome.INSUFFICIENT:
-        body["shortfalls"] = [
-            {
-                "goodsId": s.goods_id,
-                "requested": s.requested,
-                "available": s.available,
-                "seedVersion": s.seed_version,
-            }
-            for s in result.shortfalls
-        ]
-        return jsonify(body), 409, timing
-    if result.outcome is Outcome.DEDUCTED and result.hold is not None:
-        body["lock"] = {
-            "backend": d.locks.name,
-            "nodes": result.hold.nodes,
-            "fence": result.hold.tokens,
-            "batchSize": result.hold.size,  # the requests served in the same lock hold
-        }
-    return jsonify(body), 200, timing
-
-
-@bp.get("/stockFlow/<flag>")
-def stock_flow(flag: str) -> Response:
-    identifier(flag, "flag")
-    return jsonify([flow_json(row) for row in deps().store.flows(flag)])
-
-
-@bp.get("/stock/<goods_id>")
-def get_stock(goods_id: str) -> Any:
-    identifier(goods_id, "goodsId")
-    row = deps().store.level(goods_id)
-    if row is None:
-        raise ApiError(404, f"unknown goods: {goods_id}", goodsIds=[goods_id])
-    return jsonify(
+def shortfalls_json(result: Any) -> list[dict[str, Any]]:
+    return [
         {
-            "goodsId": goods_id,
-            "num": row["num"],
-            "seededNum": row["seeded_num"],
-            "seedVersion": row["seed_version"],
-            "fence": row["fence"],
+            "goodsId": s.goods_id,
+            "requested": s.requested,
+            "available": s.available,
+            "seedVersion": s.seed_version,
         }
+        for s in result.shortfalls
+    ]
+
+
+def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
+    bp = APIBlueprint("stock", __name__, tag="Stock")
+
+    @bp.put("/reduceStock/<flag>")
+    @bp.input(FlagPath, location="path")
+    @bp.input(models.lines, example=[{"goodsId": "sku-1", "goodsNum": 2}])
+    @bp.doc(
+        responses=answers(
+            {
+                200: (Deduction, "deducted now, or duplicate: this flag was deducted before"),
+                404: (UnknownGoods, "Goods ids that have no stock row: nothing written"),
+                409: (Deduction, "insufficient: the shortfalls, nothing written"),
+                413: TOO_LARGE,
+                422: (UnknownGoods, "A goods id's lines sum to more than MAX_QUANTITY"),
+                503: DOWN,
+            }
+        )
     )
+    def reduce_stock(flag: str, path_data: Any, json_data: Any) -> tuple[Response, int, Any]:
+        """Deduct the lines once for this flag (the operation flag the order service wrote):
+        deduped through Redis and the stock flow, under the lock of each goods id."""
+        d = deps()
+        log_context(flag=flag, order_id=flag)  # the order service's flag is its order id
+        lines = merge_lines(json_data.pairs(), d.settings.max_quantity)
+        unknown = d.store.unknown_goods(sorted(lines))
+        if unknown:
+            raise ApiError(404, f"unknown goods: {', '.join(unknown)}", goodsIds=unknown)
+        deduction: StockDeduction = d.deduction
+        result = deduction.reduce(flag, lines)
+        body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+        log.info("reduceStock: %s", result.outcome.value)
+        DEDUCTIONS.labels(result.outcome.value).inc()
+        timing = {"Server-Timing": result.timings.header()}
+        if result.outcome is Outcome.INSUFFICIENT:
+            body["shortfalls"] = shortfalls_json(result)
+            return jsonify(body), 409, timing
+        if result.outcome is Outcome.DEDUCTED and result.hold is not None:
+            body["lock"] = {
+                "backend": d.locks.name,
+                "nodes": result.hold.nodes,
+                "fence": result.hold.tokens,
+                "batchSize": result.hold.size,  # the requests served in the same lock hold
+            }
+        return jsonify(body), 200, timing
 
+    @bp.get("/stockFlow/<flag>")
+    @bp.input(FlagPath, location="path")
+    @bp.doc(responses=answers({200: (Flows, "The flows of this flag"), 503: DOWN}))
+    def stock_flow(flag: str, path_data: Any) -> Response:
+        """What the order service polls to confirm a deduction."""
+        return jsonify([flow_json(row) for row in deps().store.flows(flag)])
 
-@bp.put("/stock/<goods_id>")
-def put_stock(goods_id: str) -> Any:
-    d = deps()
-    require_admin(d.settings.admin_token, request)
-    identifier(goods_id, "goodsId")
-    body = json_body(request)
-    if not isinstance(body, dict):
-        raise ApiError(400, 'body must be a JSON object {"num": N}')
-    num = quantity(body.get("num"), "num", d.settings.max_stock_level, minimum=0)
-    names = lock_names([goods_id], d.settings.lock_scope)
-    with d.locks.hold(names, d.settings.lock_timeout) as lease:
-        row = d.store.set_level(goods_id, num, lease)
-    return jsonify({"goodsId": goods_id, "num": row["num"], "seedVersion": row["seed_version"]})
+    @bp.get("/stock/<goodsId>")
+    @bp.input(GoodsPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (StockLevel, "The level"),
+                404: (UnknownGoods, "No stock row for this goods id"),
+                503: DOWN,
+            }
+        )
+    )
+    def get_stock(goodsId: str, path_data: Any) -> Response:
+        """The level of one goods id, what it was seeded with, and its fencing token."""
+        row = deps().store.level(goodsId)
+        if row is None:
+            raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
+        return jsonify(
+            {
+                "goodsId": goodsId,
+                "num": row["num"],
+                "seededNum": row["seeded_num"],
+                "seedVersion": row["seed_version"],
+                "fence": row["fence"],
+            }
+        )
 
+    # auth_required first: the token is checked before the path and the body.
+    @bp.put("/stock/<goodsId>")
+    @bp.auth_required(admin)
+    @bp.input(GoodsPath, location="path")
+    @bp.input(models.level, example={"num": 100})
+    @bp.doc(
+        responses=answers(
+            {
+                200: (LevelSet, "Seeded: a new seed version"),
+                403: (ErrorBody, "Admin routes are off: no ADMIN_TOKEN is set"),
+                413: TOO_LARGE,
+                503: DOWN,
+            }
+        )
+    )
+    def put_stock(goodsId: str, path_data: Any, json_data: Any) -> Response:
+        """Admin: set a level (a new seed version), under the goods id's lock."""
+        d = deps()
+        names = lock_names([goodsId], d.settings.lock_scope)
+        with d.locks.hold(names, d.settings.lock_timeout) as lease:
+            row = d.store.set_level(goodsId, json_data.num, lease)
+        return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})
 
-@bp.get("/healthz")
-def healthz() -> tuple[Response, int]:
-    checks = deps().health()
-    ok = all(checks.values())
-    return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
+    @bp.get("/healthz")
+    @bp.doc(responses=answers({200: (Health, "All dependencies up"), 503: (Health, "One is down")}))
+    def healthz() -> tuple[Response, int]:
+        """The database, Redis and the lock service, each checked."""
+        checks = deps().health()
+        ok = all(checks.values())
+        return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
+
+    return bp

@@ -7,6 +7,8 @@ import logging
 from flask import Flask, Response, jsonify
 from prometheus_client.core import Metric
 
+from shared.admin import admin_auth
+from shared.api_app import make_api_app
 from shared.db import DatabaseUnavailable, make_engine
 from shared.http_errors import register_error_handlers
 from shared.locks import LockError, LockLost, LockTimeout, make_lock_backend
@@ -16,11 +18,12 @@ from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
 from shared.settings import Settings
 from shared.startup import prepare_schema
-from stock_service.api import bp
+from stock_service.api import stock_routes
 from stock_service.deduction import RedisUnavailable, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.faults import NO_FAULTS, Faults
-from stock_service.faults_api import faults_bp
+from stock_service.faults_api import fault_routes
+from stock_service.schemas import input_models
 from stock_service.store import StockStore
 
 log = logging.getLogger("stock_service")
@@ -29,8 +32,14 @@ log = logging.getLogger("stock_service")
 def create_app(settings: Settings | None = None) -> Flask:
     settings = settings or Settings.from_env()
     configure_logging(settings.log_level, settings.log_format)
-    app = Flask("stock_service")
-    app.config["MAX_CONTENT_LENGTH"] = settings.max_body_bytes
+    app = make_api_app(
+        "stock_service",
+        settings,
+        "Stock service",
+        "Deducts stock once per operation flag (PUT /reduceStock/{flag}) under a lock per goods "
+        "id, and keeps the stock flow the order service confirms against. Errors are "
+        '`{"error": ..., "field"?: ...}`; a dependency that is down is a 503 naming it.',
+    )
     engine = make_engine(settings.stock_database_url)
     prepare_schema(engine, "stock", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
@@ -48,12 +57,14 @@ def create_app(settings: Settings | None = None) -> Flask:
         patience=settings.deduct_batch_patience,
     )
     app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
-    app.register_blueprint(bp)
+    models = input_models(settings.max_lines, settings.max_quantity, settings.max_stock_level)
+    admin = admin_auth(settings.admin_token)
+    app.register_blueprint(stock_routes(models, admin))
     if not settings.admin_token:
         log.warning("ADMIN_TOKEN is not set: the admin routes (PUT /stock, PUT /faults) are off")
     if settings.fault_injection:
         log.warning("FAULT_INJECTION is on: PUT /faults/{point} can break this service")
-        app.register_blueprint(faults_bp)
+        app.register_blueprint(fault_routes(models, admin))
     register_error_handlers(app)
     install_request_ids(app)
     install_metrics(app, "stock", lambda: stock_levels(store))

@@ -2,27 +2,42 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, Response, current_app, jsonify, request
+from typing import Any
 
-from shared.admin import require_admin
+from apiflask import APIBlueprint, HTTPTokenAuth
+from flask import Response, current_app, jsonify
+
+from shared.api_app import answers
 from shared.http_errors import ApiError
-from shared.validation import json_body, quantity
+from shared.schemas import ErrorBody
 from stock_service.faults import POINTS
+from stock_service.schemas import FaultArmed, FaultPath, InputModels
 
-faults_bp = Blueprint("faults", __name__)
 
+def fault_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
+    bp = APIBlueprint("faults", __name__, tag="Faults (FAULT_INJECTION=true only)")
 
-@faults_bp.put("/faults/<point>")
-def arm_fault(point: str) -> Response:
-    require_admin(current_app.extensions["stock"].settings.admin_token, request)
-    if point not in POINTS:
-        raise ApiError(404, f"unknown fault point; one of {', '.join(POINTS)}")
-    body = json_body(request)
-    if not isinstance(body, dict):
-        raise ApiError(400, 'body must be {"value": seconds, "times": n}')
-    value = body.get("value", 0)
-    if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value <= 120:
-        raise ApiError(400, "value must be a number of seconds from 0 to 120")
-    times = quantity(body.get("times", 1), "times", maximum=1000)
-    current_app.extensions["stock"].deduction.faults.arm(point, float(value), times)
-    return jsonify({"point": point, "value": value, "times": times})
+    @bp.put("/faults/<point>")
+    @bp.auth_required(admin)
+    @bp.input(FaultPath, location="path")
+    @bp.input(models.fault, example={"value": 2.5, "times": 1})
+    @bp.doc(
+        responses=answers(
+            {
+                200: (FaultArmed, "Armed"),
+                403: (ErrorBody, "Admin routes are off: no ADMIN_TOKEN is set"),
+                404: (ErrorBody, f"Unknown fault point; one of {', '.join(POINTS)}"),
+                413: (ErrorBody, "The body is larger than MAX_BODY_BYTES"),
+            }
+        )
+    )
+    def arm_fault(point: str, path_data: Any, json_data: Any) -> Response:
+        """Admin: the next `times` requests that reach `point` meet the fault."""
+        if point not in POINTS:
+            raise ApiError(404, f"unknown fault point; one of {', '.join(POINTS)}")
+        current_app.extensions["stock"].deduction.faults.arm(
+            point, float(json_data.value), json_data.times
+        )
+        return jsonify({"point": point, "value": json_data.value, "times": json_data.times})
+
+    return bp

@@ -14,8 +14,8 @@ from rich.console import Console
 
 from inventory import homes, stack
 from inventory.cli.errors import UsageError
+from shared.schemas import IDENTIFIER_PATTERN
 from shared.settings import Settings
-from shared.validation import IDENTIFIER
 
 console = Console()
 
@@ -88,7 +88,7 @@ def print_status(state: stack.StackState, as_json: bool) -> None:
 
 def parse_seed(pair: str) -> tuple[str, int]:
     goods, _, num_text = pair.partition("=")
-    if not IDENTIFIER.match(goods) or not re.fullmatch(r"-?\d+", num_text):
+    if not re.fullmatch(IDENTIFIER_PATTERN, goods) or not re.fullmatch(r"-?\d+", num_text):
         raise UsageError(
             f"not GOODS=NUM: {pair!r} (a goods id of letters, digits and _.:- then =, "
             "then a level, e.g. g1=100)"

@@ -1,0 +1,128 @@
+"""The order service's contract: what POST /genOrder and GET /orders take and answer.
+
+The body's limits come from the settings (MAX_LINES, MAX_QUANTITY), so its model is made per
+app by `order_body_model`; the document at /openapi.json shows the limits in force.
+(No `from __future__ import annotations` here: pydantic reads these annotations at class
+creation, including the limits of the enclosing function.)
+"""
+
+from enum import StrEnum
+from typing import Annotated, Literal, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    model_validator,
+)
+
+from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict
+
+
+class OrderStatus(StrEnum):
+    PENDING = "PENDING"
+    CONFIRMED = "CONFIRMED"
+    FAILED = "FAILED"
+
+
+def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
+    """The genOrder body under these limits: one of the article's two forms."""
+
+    class OrderItem(Strict):
+        goodsId: Identifier
+        num: Annotated[
+            int, Field(ge=1, le=max_quantity, description="units of this goods id"), WHOLE
+        ]
+
+    class OrderBody(Strict):
+        """goodsIds (one unit of each) or items (a num each), not both. Repeated goods ids are
+        summed; a sum over MAX_QUANTITY is refused with 422."""
+
+        model_config = ConfigDict(
+            strict=True,
+            json_schema_extra={"oneOf": [{"required": ["goodsIds"]}, {"required": ["items"]}]},
+        )
+        userId: Identifier
+        # Absent is None; null is not accepted. A None default rather than `| None`: a default
+        # is not validated, and the document shows a list, not "a list or null" (hence the
+        # ignores: the type says what may be sent).
+        goodsIds: Annotated[list[Identifier], Field(min_length=1, max_length=max_lines)] = None  # type: ignore[assignment]
+        items: Annotated[list[OrderItem], Field(min_length=1, max_length=max_lines)] = None  # type: ignore[assignment]
+
+        @model_validator(mode="after")
+        def _one_form(self) -> Self:
+            if (self.goodsIds is None) == (self.items is None):
+                raise ValueError("give exactly one of goodsIds or items")
+            return self
+
+        def pairs(self) -> list[tuple[str, int]]:
+            """(goods id, units) per line, repeats not yet summed."""
+            if self.goodsIds is not None:
+                return [(goods_id, 1) for goods_id in self.goodsIds]
+            return [(item.goodsId, item.num) for item in self.items]
+
+    return OrderBody
+
+
+class OrderPath(BaseModel):
+    orderId: Identifier
+
+
+class IdempotencyHeaders(BaseModel):
+    """apiflask hands headers over as snake_case names; the document shows the real one."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    # Absent is None, as OrderBody.goodsIds.
+    idempotency_key: str = Field(  # type: ignore[assignment]
+        default=None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[\x20-\x7e]+$",
+        description="1-128 printable characters. A repeat with the same key and body answers "
+        "the first result and places nothing new; with another body, 422.",
+    )
+
+
+class Shortfall(BaseModel):
+    goodsId: str
+    requested: int
+    available: int
+    seedVersion: int
+
+
+class OrderAnswer(Answer):
+    orderId: str
+    status: OrderStatus
+    result: Literal["success", "false", "pending"] = Field(
+        description="the article's field: success (CONFIRMED), false (FAILED), pending"
+    )
+    reason: str | None = Field(None, description="why FAILED, or why still PENDING")
+    shortfalls: list[Shortfall] | None = Field(None, description="with insufficient_stock")
+
+
+class OrderLine(BaseModel):
+    goodsId: str
+    num: int
+
+
+class OrderView(Answer):
+    orderId: str
+    userId: str
+    status: OrderStatus
+    reason: str | None
+    items: list[OrderLine]
+    createTime: str
+    updateTime: str
+
+
+class OrderRefused(ErrorBody):
+    goodsIds: list[str] | None = Field(None, description="the goods ids the stock has not")
+    orderId: str | None = Field(None, description="the order an Idempotency-Key belongs to")
+
+
+class OrderUnavailable(ErrorBody):
+    dependency: str = Field(description="database, redis or stock service")
+    orderId: str | None = Field(None, description="the order, if one was created")
+    status: OrderStatus | None = Field(None, description="FAILED, or PENDING when unknown")
+    reason: str | None = None

@@ -1,0 +1,124 @@
+"""The stock service's contract: the bodies of reduceStock, PUT /stock and PUT /faults, and
+what each route answers.
+
+Limits come from the settings (MAX_LINES, MAX_QUANTITY, MAX_STOCK_LEVEL), so the input models
+are made per app by `input_models`. (No `from __future__ import annotations`: pydantic reads
+these annotations at class creation, including the enclosing function's limits.)
+"""
+
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, RootModel
+
+from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict
+from stock_service.batch import Outcome
+
+
+@dataclass(frozen=True)
+class InputModels:
+    lines: type[RootModel[Any]]
+    level: type[Strict]
+    fault: type[Strict]
+
+
+def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> InputModels:
+    class DeductionLine(Strict):
+        goodsId: Identifier
+        goodsNum: Annotated[int, Field(ge=1, le=max_quantity), WHOLE]
+
+    class DeductionLines(RootModel[list[DeductionLine]]):
+        """The goods to deduct for one flag; repeated goods ids are summed (a sum over
+        MAX_QUANTITY: 422)."""
+
+        model_config = ConfigDict(strict=True)
+        root: Annotated[list[DeductionLine], Field(min_length=1, max_length=max_lines)]
+
+        def pairs(self) -> list[tuple[str, int]]:
+            return [(line.goodsId, line.goodsNum) for line in self.root]
+
+    class StockLevelBody(Strict):
+        num: Annotated[int, Field(ge=0, le=max_stock_level, description="the new level"), WHOLE]
+
+    class FaultBody(Strict):
+        value: Annotated[
+            int | float, Field(ge=0, le=120, description="seconds, for the delays and pauses")
+        ] = 0
+        times: Annotated[int, Field(ge=1, le=1000, description="how many firings"), WHOLE] = 1
+
+    return InputModels(DeductionLines, StockLevelBody, FaultBody)
+
+
+class FlagPath(BaseModel):
+    flag: Identifier
+
+
+class GoodsPath(BaseModel):
+    goodsId: Identifier
+
+
+class FaultPath(BaseModel):
+    # Not an enum: an unknown point is a 404 that lists the known ones.
+    point: Identifier
+
+
+class Shortfall(BaseModel):
+    goodsId: str
+    requested: int
+    available: int
+    seedVersion: int
+
+
+class LockHold(BaseModel):
+    backend: str
+    nodes: dict[str, str] = Field(description="lock name -> the node or key that held it")
+    fence: dict[str, int | None] = Field(description="lock name -> fencing token")
+    batchSize: int = Field(description="the requests served in the same lock hold")
+
+
+class Deduction(Answer):
+    flag: str
+    outcome: Outcome = Field(description="deducted, duplicate (done before), insufficient")
+    lock: LockHold | None = None
+    shortfalls: list[Shortfall] | None = None
+
+
+class Flow(BaseModel):
+    id: str
+    flag: str
+    goodsId: str
+    num: int
+    fence: int | None
+    createTime: str
+
+
+class Flows(RootModel[list[Flow]]):
+    """The stock-flow rows of one flag: empty until it was deducted."""
+
+
+class StockLevel(Answer):
+    goodsId: str
+    num: int
+    seededNum: int
+    seedVersion: int
+    fence: int
+
+
+class LevelSet(Answer):
+    goodsId: str
+    num: int
+    seedVersion: int
+
+
+class FaultArmed(Answer):
+    point: str
+    value: int | float
+    times: int
+
+
+class UnknownGoods(ErrorBody):
+    goodsIds: list[str]
+
+
+class StockUnavailable(ErrorBody):
+    dependency: str = Field(description="database, redis, lock, or the lock's own service")
