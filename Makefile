@@ -1,12 +1,12 @@
 # The two commands of the README: `make demo` and `make test`. Each sets up what is missing:
 # the virtual environment, this package, and (as root, via apt-get) the servers it starts
-# (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also chromium).
+# (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also chromium and prometheus).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint servers up down clean constraints cluster-up cluster-down chaos
+.PHONY: demo test lint servers up up-monitoring down clean constraints cluster-up cluster-down chaos
 
 # constraints.txt pins every package to the version the tests passed with.
 $(STAMP): pyproject.toml constraints.txt
@@ -48,6 +48,11 @@ lint: $(STAMP)
 
 up: $(STAMP) servers
 	$(BIN)/inventory up
+
+# The stack and a prometheus scraping it (deploy/ has the same configuration for compose).
+up-monitoring: $(STAMP) servers
+	@scripts/ensure-servers.sh --monitoring
+	$(BIN)/inventory up --monitoring
 
 down: $(STAMP)
 	$(BIN)/inventory down

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import shutil
 import sys
 from dataclasses import asdict, dataclass, field
 from functools import partial
@@ -24,6 +25,7 @@ import migrations
 from inventory import servers
 from inventory.etcd_server import start_etcd
 from inventory.gunicorn import start_service
+from inventory.monitoring import INSTALL_HINT, scrape_config, start_prometheus, static_targets
 from inventory.servers import ServerProcess, free_port, pid_alive, port_open, stop_pid, wait_until
 from shared.settings import Settings
 
@@ -57,6 +59,7 @@ class StackState:
     etcd_endpoints: str = ""  # only with LOCK_BACKEND=etcd
     redlock_urls: str = ""  # only with LOCK_BACKEND=redlock
     admin_token: str = ""  # the services' ADMIN_TOKEN: `up` generates one unless given
+    prometheus_url: str = ""  # only with `up --monitoring`
 
     def admin_headers(self) -> dict[str, str]:
         """What a client of this stack sends to its admin routes (PUT /stock, /faults)."""
@@ -111,10 +114,14 @@ def up(
     extra_env: dict[str, str] | None = None,
     say: Any = print,
     reconcilers: int = 0,
+    monitoring: bool = False,
 ) -> StackState:
     """Start the stack; `reconcilers` instances of the elected reconciler with it (the CLI's
-    `inventory up` starts two; the stacks of tests, demos and benches none)."""
+    `inventory up` starts two; the stacks of tests, demos and benches none); with
+    `monitoring`, a prometheus scraping both services."""
     home = home or home_dir()
+    if monitoring and shutil.which("prometheus") is None:
+        raise SettingsError(INSTALL_HINT)
     env = {**os.environ, **(extra_env or {})}
     urls = {
         "ORDER_DATABASE_URL": env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
@@ -213,6 +220,12 @@ def up(
             wait_until(
                 partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
             )
+        if monitoring:
+            targets = static_targets(state.order_url[7:], state.stock_url[7:])  # no http://
+            prometheus = start_prometheus(home / "prometheus", scrape_config(targets))
+            started["prometheus"] = prometheus.pid
+            state.prometheus_url = f"http://127.0.0.1:{prometheus.port}"
+            save_state(state)
     except BaseException:
         for pid in reversed(list(started.values())):
             stop_pid(pid)
@@ -239,6 +252,7 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
     reconcilers = [n for n in state.pids if n.startswith("reconciler")]
     lock_servers = [n for n in state.pids if n.startswith("redlock")]
     for name in (
+        "prometheus",
         *reconcilers,
         "order_service",
         "stock_service",

@@ -47,6 +47,11 @@ def build_parser() -> Parser:
         default=2,
         help="instances of the elected reconciler (one leads, the others stand by)",
     )
+    p.add_argument(
+        "--monitoring",
+        action="store_true",
+        help="also start Debian's prometheus, scraping both services (its URL in the status)",
+    )
     p.set_defaults(func=stk.cmd_up)
     p = command("down", "stop what `up` started, and any stack a killed run left behind")
     p.set_defaults(func=stk.cmd_down)

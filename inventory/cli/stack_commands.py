@@ -26,6 +26,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             workers=args.workers,
             threads=args.threads,
             reconcilers=args.reconcilers,
+            monitoring=args.monitoring,
             say=console.print,
         )
     except stack.SettingsError as exc:
@@ -78,6 +79,8 @@ def print_status(state: stack.StackState, as_json: bool) -> None:
         console.print(f"etcd            {state.etcd_endpoints}")
     if state.redlock_urls:
         console.print(f"redlock         {state.redlock_urls}")
+    if state.prometheus_url:
+        console.print(f"prometheus      {state.prometheus_url}  (scraping both services)")
     console.print(f"order database  {state.order_database_url}")
     console.print(f"stock database  {state.stock_database_url}")
     console.print(f"lock            {state.lock_backend} / {state.lock_scope}")
