@@ -20,8 +20,9 @@ from order_service.schemas import (
     order_body_model,
 )
 from shared.api_app import answers
+from shared.health import add_health_route
 from shared.http_errors import ApiError
-from shared.schemas import ErrorBody, Health, merge_lines
+from shared.schemas import ErrorBody, merge_lines
 from shared.settings import Settings
 
 TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
@@ -80,12 +81,5 @@ def order_routes(settings: Settings) -> APIBlueprint:
             raise ApiError(404, f"unknown order: {orderId}")
         return jsonify(order.as_json())
 
-    @bp.get("/healthz")
-    @bp.doc(responses=answers({200: (Health, "All dependencies up"), 503: (Health, "One is down")}))
-    def healthz() -> tuple[Response, int]:
-        """The database, Redis and the stock service, each checked."""
-        checks = deps().health()
-        ok = all(checks.values())
-        return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
-
+    add_health_route(bp, lambda: deps().health(), "the database, Redis and the stock service")
     return bp

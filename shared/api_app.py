@@ -52,6 +52,10 @@ def make_api_app(name: str, settings: Settings, title: str, description: str) ->
         VALIDATION_ERROR_SCHEMA=_schema_of(ErrorBody),
         HTTP_ERROR_SCHEMA=_schema_of(ErrorBody),
         AUTO_404_RESPONSE=False,  # each route lists its own 404, where it has one
+        # No `servers`: the document is cached after its first request, so a server URL taken
+        # from that request would send every later reader (through another host or the load
+        # balancer) to the first one's address. Without it, paths are relative to the document.
+        AUTO_SERVERS=False,
         SWAGGER_UI_CSS="/docs/assets/swagger-ui.css",
         SWAGGER_UI_BUNDLE_JS="/docs/assets/swagger-ui-bundle.js",
         SWAGGER_UI_STANDALONE_PRESET_JS="/docs/assets/swagger-ui-standalone-preset.js",

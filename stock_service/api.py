@@ -10,11 +10,12 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
+from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ErrorBody, Health, merge_lines
+from shared.schemas import ErrorBody, merge_lines
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (
@@ -162,12 +163,5 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             row = d.store.set_level(goodsId, json_data.num, lease)
         return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})
 
-    @bp.get("/healthz")
-    @bp.doc(responses=answers({200: (Health, "All dependencies up"), 503: (Health, "One is down")}))
-    def healthz() -> tuple[Response, int]:
-        """The database, Redis and the lock service, each checked."""
-        checks = deps().health()
-        ok = all(checks.values())
-        return jsonify({"status": "ok" if ok else "degraded", "checks": checks}), 200 if ok else 503
-
+    add_health_route(bp, lambda: deps().health(), "the database, Redis and the lock service")
     return bp
