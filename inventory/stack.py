@@ -18,6 +18,7 @@ from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -221,7 +222,9 @@ def up(
                 partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
             )
         if monitoring:
-            targets = static_targets(state.order_url[7:], state.stock_url[7:])  # no http://
+            targets = static_targets(
+                urlsplit(state.order_url).netloc, urlsplit(state.stock_url).netloc
+            )
             prometheus = start_prometheus(home / "prometheus", scrape_config(targets))
             started["prometheus"] = prometheus.pid
             state.prometheus_url = f"http://127.0.0.1:{prometheus.port}"

@@ -22,10 +22,8 @@ from order_service.schemas import (
 from shared.api_app import answers
 from shared.health import add_health_route
 from shared.http_errors import ApiError
-from shared.schemas import ErrorBody, merge_lines
+from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
 from shared.settings import Settings
-
-TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
 
 
 def deps() -> OrderDeps:
@@ -45,7 +43,7 @@ def order_routes(settings: Settings) -> APIBlueprint:
                 200: (OrderAnswer, "CONFIRMED: the stock was deducted and the flow seen"),
                 202: (OrderAnswer, "PENDING: a repeat of a key whose first request still runs"),
                 409: (OrderAnswer, "FAILED: insufficient stock, or the deduction not confirmed"),
-                413: TOO_LARGE,
+                413: BODY_TOO_LARGE,
                 422: (
                     OrderRefused,
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "

@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict
+from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict, Unavailable
 
 
 class OrderStatus(StrEnum):
@@ -84,13 +84,6 @@ class IdempotencyHeaders(BaseModel):
     )
 
 
-class Shortfall(BaseModel):
-    goodsId: str
-    requested: int
-    available: int
-    seedVersion: int
-
-
 class OrderAnswer(Answer):
     orderId: str
     status: OrderStatus
@@ -121,8 +114,7 @@ class OrderRefused(ErrorBody):
     orderId: str | None = Field(None, description="the order an Idempotency-Key belongs to")
 
 
-class OrderUnavailable(ErrorBody):
-    dependency: str = Field(description="database, redis or stock service")
+class OrderUnavailable(Unavailable):
     orderId: str | None = Field(None, description="the order, if one was created")
     status: OrderStatus | None = Field(None, description="FAILED, or PENDING when unknown")
     reason: str | None = None

@@ -4,7 +4,7 @@ reads.
 The models are the input rules: apiflask validates each body, path and header against them
 before a view runs (so a refused request writes nothing), and the OpenAPI document is made
 from the same models, so the contract and the checks cannot drift apart. Models are strict:
-"2", 1.0 and true are not quantities, 7 is not an id.
+"2", 2.5 and true are not quantities (2.0 is: JSON Schema's integer), 7 is not an id.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from shared.http_errors import ApiError
 IDENTIFIER_PATTERN = r"^[A-Za-z0-9_.:-]{1,64}$"
 IDENTIFIER_RULE = "1-64 letters, digits or _ . : -"
 Identifier = Annotated[
-    str, Field(pattern=IDENTIFIER_PATTERN, description=f"{IDENTIFIER_RULE}", examples=["sku-1"])
+    str, Field(pattern=IDENTIFIER_PATTERN, description=IDENTIFIER_RULE, examples=["sku-1"])
 ]
 
 
@@ -57,9 +57,23 @@ class Unavailable(ErrorBody):
     )
 
 
+class Shortfall(BaseModel):
+    """A line refused for lack of stock (both services answer it)."""
+
+    goodsId: str
+    requested: int
+    available: int
+    seedVersion: int
+
+
 class Health(Answer):
     status: str = Field(description="ok, or degraded when a check failed")
     checks: dict[str, bool]
+
+
+# Answers every body route lists.
+BODY_TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
+ADMIN_OFF = (ErrorBody, "Admin routes are off: no ADMIN_TOKEN is set")
 
 
 def merge_lines(pairs: list[tuple[str, int]], maximum: int) -> dict[str, int]:
@@ -94,7 +108,7 @@ def validation_message(detail: dict[str, Any]) -> tuple[str, str | None]:
             message = messages[0] if messages else "is not valid"
             message = _PLAIN.get(message, message).removeprefix("Value error, ")
             if path == "_schema" or not path:
-                return (f"{message}" if location == "json" else f"{location}: {message}"), None
+                return (message if location == "json" else f"{location}: {message}"), None
             if location == "headers":  # apiflask names headers in snake_case
                 path = path.replace("_", "-").title()
             return f"{path}: {message}", path

@@ -15,7 +15,7 @@ from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ErrorBody, merge_lines
+from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, Unavailable, merge_lines
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (
@@ -26,13 +26,11 @@ from stock_service.schemas import (
     InputModels,
     LevelSet,
     StockLevel,
-    StockUnavailable,
     UnknownGoods,
 )
 
 log = logging.getLogger("stock_service")
-TOO_LARGE = (ErrorBody, "The body is larger than MAX_BODY_BYTES")
-DOWN = (StockUnavailable, "A dependency is down, or the lock was not had: nothing written")
+DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 
 
 def deps() -> StockDeps:
@@ -74,7 +72,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 200: (Deduction, "deducted now, or duplicate: this flag was deducted before"),
                 404: (UnknownGoods, "Goods ids that have no stock row: nothing written"),
                 409: (Deduction, "insufficient: the shortfalls, nothing written"),
-                413: TOO_LARGE,
+                413: BODY_TOO_LARGE,
                 422: (UnknownGoods, "A goods id's lines sum to more than MAX_QUANTITY"),
                 503: DOWN,
             }
@@ -149,8 +147,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         responses=answers(
             {
                 200: (LevelSet, "Seeded: a new seed version"),
-                403: (ErrorBody, "Admin routes are off: no ADMIN_TOKEN is set"),
-                413: TOO_LARGE,
+                403: ADMIN_OFF,
+                413: BODY_TOO_LARGE,
                 503: DOWN,
             }
         )

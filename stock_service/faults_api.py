@@ -9,7 +9,7 @@ from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
 from shared.http_errors import ApiError
-from shared.schemas import ErrorBody
+from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
 from stock_service.faults import POINTS
 from stock_service.schemas import FaultArmed, FaultPath, InputModels
 
@@ -25,9 +25,9 @@ def fault_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         responses=answers(
             {
                 200: (FaultArmed, "Armed"),
-                403: (ErrorBody, "Admin routes are off: no ADMIN_TOKEN is set"),
+                403: ADMIN_OFF,
                 404: (ErrorBody, f"Unknown fault point; one of {', '.join(POINTS)}"),
-                413: (ErrorBody, "The body is larger than MAX_BODY_BYTES"),
+                413: BODY_TOO_LARGE,
             }
         )
     )

@@ -11,7 +11,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict
+from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict
 from stock_service.batch import Outcome
 
 
@@ -60,13 +60,6 @@ class GoodsPath(BaseModel):
 class FaultPath(BaseModel):
     # Not an enum: an unknown point is a 404 that lists the known ones.
     point: Identifier
-
-
-class Shortfall(BaseModel):
-    goodsId: str
-    requested: int
-    available: int
-    seedVersion: int
 
 
 class LockHold(BaseModel):
@@ -118,7 +111,3 @@ class FaultArmed(Answer):
 
 class UnknownGoods(ErrorBody):
     goodsIds: list[str]
-
-
-class StockUnavailable(ErrorBody):
-    dependency: str = Field(description="database, redis, lock, or the lock's own service")
