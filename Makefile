@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint servers up up-monitoring down clean constraints cluster-up cluster-down chaos
+.PHONY: demo test lint model servers up up-monitoring down clean constraints cluster-up cluster-down chaos
 
 # constraints.txt pins every package to the version the tests passed with.
 $(STAMP): pyproject.toml constraints.txt
@@ -32,6 +32,7 @@ servers:
 # `make demo` tells the story of one order; `make demo SCENARIO=stale-holder` runs a fault
 # scenario (double-submit, slow-stock, lost-response, redis-flag-lost, stale-holder,
 # crash-mid-deduction, zk-leader-loss, unique-key-lock, redlock, redis-failover, standby,
+# cancel,
 # herd).
 SCENARIO ?=
 demo: $(STAMP) servers
@@ -40,6 +41,12 @@ demo: $(STAMP) servers
 test: $(STAMP)
 	@scripts/ensure-servers.sh --test
 	$(BIN)/pytest
+
+# The model of the protocol (model/protocol.pml), checked by spin with every guard removed in
+# turn; `make test` runs it too (tests/unit/test_model_check.py).
+model: $(STAMP)
+	@scripts/ensure-servers.sh --model
+	$(BIN)/python -m inventory.model_check
 
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
@@ -58,13 +65,15 @@ down: $(STAMP)
 	$(BIN)/inventory down
 
 # The multi-node cluster (root) and a full chaos run on it (report in ./chaos-report).
-cluster-up: $(STAMP) servers
+cluster-up: $(STAMP)
+	@scripts/ensure-servers.sh --cluster
 	$(BIN)/inventory cluster up
 
 cluster-down: $(STAMP)
 	$(BIN)/inventory cluster down
 
-chaos: $(STAMP) servers
+chaos: $(STAMP)
+	@scripts/ensure-servers.sh --cluster
 	$(BIN)/inventory chaos
 
 clean: down

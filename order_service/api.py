@@ -3,16 +3,30 @@ apiflask before a view runs; the statuses each route can answer are listed with 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 
+from order_service.cancellation import Outcome, UnknownOrder
 from order_service.deps import OrderDeps
-from order_service.flow import OrderRequest
+from order_service.model import (
+    AWAITING_PAYMENT,
+    CANCELLED,
+    CANCELLING,
+    CONFIRMED,
+    FAILED,
+    IdempotencyKeyReused,
+    OrderRequest,
+    Placement,
+    StockRejected,
+)
 from order_service.schemas import (
+    CancelKeyHeaders,
     IdempotencyHeaders,
     OrderAnswer,
+    OrderNotChanged,
     OrderPath,
     OrderRefused,
     OrderUnavailable,
@@ -24,6 +38,17 @@ from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
 from shared.settings import Settings
+
+# The article's field, by status; PENDING and CANCELLING are "pending".
+RESULT = {
+    CONFIRMED: "success",
+    AWAITING_PAYMENT: "success",
+    FAILED: "false",
+    CANCELLED: "cancelled",
+}
+# genOrder's status code by the order's status: placed (held or not), refused or cancelled
+# meanwhile, or still unknown.
+PLACED = {CONFIRMED: 200, AWAITING_PAYMENT: 200, FAILED: 409, CANCELLING: 409, CANCELLED: 409}
 
 
 def deps() -> OrderDeps:
@@ -40,16 +65,29 @@ def order_routes(settings: Settings) -> APIBlueprint:
     @bp.doc(
         responses=answers(
             {
-                200: (OrderAnswer, "CONFIRMED: the stock was deducted and the flow seen"),
+                200: (
+                    OrderAnswer,
+                    "CONFIRMED: the stock was deducted and the flow seen (AWAITING_PAYMENT "
+                    "with payWithinSeconds: deducted and held until paid)",
+                ),
                 202: (OrderAnswer, "PENDING: a repeat of a key whose first request still runs"),
-                409: (OrderAnswer, "FAILED: insufficient stock, or the deduction not confirmed"),
+                409: (
+                    OrderAnswer,
+                    "FAILED: insufficient stock, or the flag was voided; final: nothing was or "
+                    "will be deducted. CANCELLING/CANCELLED: cancelled while it was placed",
+                ),
                 413: BODY_TOO_LARGE,
                 422: (
                     OrderRefused,
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
                     "or an Idempotency-Key reused with another body",
                 ),
-                503: (OrderUnavailable, "A dependency is down: the order FAILED or is PENDING"),
+                503: (
+                    OrderUnavailable,
+                    "A dependency is down. The body's status says what became of the order: "
+                    "FAILED (final: nothing was or will be deducted) or PENDING (unknown for "
+                    "now: the reconciler settles it; GET /orders/{orderId} tells)",
+                ),
             }
         )
     )
@@ -57,9 +95,16 @@ def order_routes(settings: Settings) -> APIBlueprint:
         """Place an order: create it, write the operation flag, deduct, confirm by polling."""
         d = deps()
         lines = merge_lines(json_data.pairs(), settings.max_quantity)
-        order_request = OrderRequest(json_data.userId, lines)
-        answer = d.flow.place(order_request, headers_data.idempotency_key)
-        return jsonify(answer.body), answer.status_code, answer.headers
+        order_request = OrderRequest(json_data.userId, lines, json_data.payWithinSeconds)
+        try:
+            placement = d.flow.place(order_request, headers_data.idempotency_key)
+        except IdempotencyKeyReused as exc:
+            raise ApiError(422, str(exc), orderId=exc.order_id) from exc
+        except StockRejected as exc:
+            if exc.unknown_goods is not None:
+                raise ApiError(422, str(exc), goodsIds=exc.unknown_goods) from exc
+            raise ApiError(400, str(exc)) from exc
+        return placement_answer(placement)
 
     @bp.get("/orders/<orderId>")
     @bp.input(OrderPath, location="path")
@@ -79,5 +124,128 @@ def order_routes(settings: Settings) -> APIBlueprint:
             raise ApiError(404, f"unknown order: {orderId}")
         return jsonify(order.as_json())
 
+    @bp.post("/orders/<orderId>/cancel")
+    @bp.input(OrderPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (
+                    OrderAnswer,
+                    "CANCELLED: its stock returned exactly once, or (cancelled before it was "
+                    "deducted) its flag voided so that no deduction of it will ever be made; "
+                    "a repeat answers the same and returns nothing twice",
+                ),
+                404: (ErrorBody, "No such order"),
+                409: (OrderNotChanged, "FAILED: nothing was deducted, nothing to cancel"),
+                503: (
+                    OrderUnavailable,
+                    "CANCELLING: the cancel is recorded, the stock service did not answer; "
+                    "the reconciler returns the stock",
+                ),
+            }
+        )
+    )
+    def cancel_order(orderId: str, path_data: Any) -> tuple[Response, int]:
+        """Cancel an order (PENDING, CONFIRMED or AWAITING_PAYMENT): its stock comes back once."""
+        return outcome_answer(_known(lambda: deps().cancellation.cancel(orderId)))
+
+    @bp.post("/cancelOrder")
+    @bp.input(CancelKeyHeaders, location="headers")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (OrderAnswer, "CANCELLED: the order placed under this key"),
+                404: (ErrorBody, "No order was placed under this key (not yet, or never)"),
+                409: (OrderNotChanged, "FAILED: nothing was deducted, nothing to cancel"),
+                503: (OrderUnavailable, "CANCELLING: the stock service did not answer"),
+            }
+        )
+    )
+    def cancel_by_key(headers_data: Any) -> tuple[Response, int]:
+        """Cancel the order placed under an Idempotency-Key: what a buyer whose genOrder got no
+        answer (a timeout) can do without knowing the order's id. The same as
+        POST /orders/{orderId}/cancel once the order exists."""
+        order = deps().store.by_idempotency_key(headers_data.idempotency_key)
+        if order is None:
+            raise ApiError(404, "no order was placed under this Idempotency-Key")
+        return outcome_answer(_known(lambda: deps().cancellation.cancel(order.id)))
+
+    @bp.post("/orders/<orderId>/pay")
+    @bp.input(OrderPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (OrderAnswer, "CONFIRMED: paid before its deadline (or paid before)"),
+                404: (ErrorBody, "No such order"),
+                409: (
+                    OrderNotChanged,
+                    "Not paid: the hold expired (the order is cancelled and its stock "
+                    "returned), or the order awaits no payment",
+                ),
+                503: (OrderUnavailable, "Expired, CANCELLING: the stock service did not answer"),
+            }
+        )
+    )
+    def pay_order(orderId: str, path_data: Any) -> tuple[Response, int]:
+        """Pay a hold before its deadline. A pay and the hold's expiry race; exactly one wins,
+        and the answer says which."""
+        return outcome_answer(_known(lambda: deps().cancellation.pay(orderId)))
+
     add_health_route(bp, lambda: deps().health(), "the database, Redis and the stock service")
     return bp
+
+
+def _known(action: Callable[[], Outcome]) -> Outcome:
+    try:
+        return action()
+    except UnknownOrder as exc:
+        raise ApiError(404, f"unknown order: {exc}") from exc
+
+
+def state_body(order: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "orderId": order.id,
+        "status": order.status,
+        "result": RESULT.get(order.status, "pending"),
+    }
+    if order.reason:
+        body["reason"] = order.reason
+    if getattr(order, "pay_deadline", None) is not None:
+        body["payBy"] = order.pay_deadline.isoformat()
+    return body
+
+
+def outcome_answer(outcome: Outcome) -> tuple[Response, int]:
+    """A cancel's or a pay's answer, made from the order as the write left it."""
+    body = state_body(outcome.order)
+    if outcome.unavailable:
+        body.update(
+            dependency=outcome.unavailable,
+            error=f"{outcome.unavailable} unavailable; the cancel is recorded and finished later",
+        )
+        return jsonify(body), 503
+    if outcome.refused:
+        body["error"] = outcome.refused
+        return jsonify(body), 409
+    return jsonify(body), 200
+
+
+def placement_answer(placement: Placement) -> tuple[Response, int, dict[str, str]]:
+    """The HTTP answer of a placement, made from the order's state as it ended: 200 CONFIRMED,
+    409 FAILED, 202 PENDING; 503 (naming the dependency) when a dependency's failure decided
+    the outcome or left it open."""
+    order = placement.order
+    body = state_body(order)
+    if placement.shortfalls:
+        body["shortfalls"] = placement.shortfalls
+    headers = {"Idempotent-Replayed": "true"} if placement.replayed else {}
+    code = PLACED.get(order.status, 202)
+    if placement.unavailable and order.status not in (CONFIRMED, AWAITING_PAYMENT):
+        code = 503
+        body["dependency"] = placement.unavailable
+        body["error"] = f"{placement.unavailable} unavailable; " + (
+            "the order failed: nothing was deducted, and nothing will be"
+            if order.status == FAILED
+            else "the order's outcome is unknown for now: it is settled later"
+        )
+    return jsonify(body), code, headers

@@ -5,17 +5,19 @@ from __future__ import annotations
 import logging
 
 import httpx
-from flask import Flask, Response, jsonify
+from flask import Flask
 
 from order_service.api import order_routes
+from order_service.cancellation import Cancellation
 from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from shared.api_app import make_api_app
-from shared.db import DatabaseUnavailable, make_engine
+from shared.db import make_engine
 from shared.http_errors import register_error_handlers
+from shared.json_only import install_bodyless_post_rule
 from shared.logs import configure_logging
 from shared.metrics import install_metrics
 from shared.redis_client import make_redis
@@ -40,7 +42,7 @@ def create_app(
         'Errors are `{"error": ..., "field"?: ...}`; a dependency that is down is a 503 '
         "naming it.",
     )
-    engine = make_engine(settings.order_database_url)
+    engine = make_engine(settings.order_database_url, application="order")
     prepare_schema(engine, "order", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
     stock = StockClient(
@@ -50,6 +52,7 @@ def create_app(
         settings.stock_call_budget,
         settings.retry_backoff,
         transport=stock_transport,
+        token=settings.stock_service_token,
     )
     store = OrderStore(engine)
     flow = OrderFlow(
@@ -60,16 +63,14 @@ def create_app(
         settings.confirm_backoff,
         settings.idempotency_wait,
     )
-    app.extensions["orders"] = OrderDeps(settings, engine, redis_client, stock, store, flow)
+    cancellation = Cancellation(store, stock)
+    app.extensions["orders"] = OrderDeps(
+        settings, engine, redis_client, stock, store, flow, cancellation
+    )
     app.register_blueprint(order_routes(settings))
     app.register_blueprint(dashboard_bp)
     register_error_handlers(app)
     install_request_ids(app)
     install_metrics(app, "order")
-
-    @app.errorhandler(DatabaseUnavailable)
-    def _db(exc: DatabaseUnavailable) -> tuple[Response, int]:
-        log.warning("503: %s unavailable", exc)
-        return jsonify({"error": f"{exc} unavailable", "dependency": "database"}), 503
-
+    install_bodyless_post_rule(app)
     return app

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import redis
 from sqlalchemy import Engine
 
+from order_service.cancellation import Cancellation
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -22,6 +23,7 @@ class OrderDeps:
     stock: StockClient
     store: OrderStore
     flow: OrderFlow
+    cancellation: Cancellation
 
     def health(self) -> dict[str, bool]:
         return {

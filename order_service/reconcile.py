@@ -1,13 +1,23 @@
-"""Reconciliation: settle the orders whose outcome a request could not establish.
+"""Reconciliation: settle what a request could not, from the stock database's decisions.
 
-A deduction can commit after the order service stopped polling: a stock worker that paused
-between its last lease check and its commit, with no newer lock holder to fence it out, still
-commits a correct deduction, but late. The order then says FAILED (not_confirmed) while its flow
-exists. The stock flow is the truth, so this pass makes the orders agree with it:
-- a PENDING or FAILED order whose flows exist (for exactly its lines) becomes CONFIRMED;
-- a PENDING order older than the flag's TTL with no flow becomes FAILED: with its flag expired,
-  no attempt can pass the stock service's pre-filter any more.
-After it, invariant I3 holds. Run it periodically (`inventory reconcile`); it is idempotent.
+Three kinds of orders, each read in keyset pages of `page_size`, oldest first, whatever its age
+(the pass reads nothing else, so its cost is the number of orders it settles, however many
+orders failed or were confirmed):
+
+- PENDING, older than `older_than` (longer than a request's whole budget, so no request of it is
+  still running): its request lost the stock service (or died), and its attempts may have
+  committed after it stopped polling. The stock service is asked to settle its flag (`void`):
+  deducted makes it CONFIRMED (a hold: AWAITING_PAYMENT), voided FAILED (and no attempt of it
+  can deduct any more).
+- CANCELLING, older than `older_than`: a cancel recorded whose stock return got no answer; the
+  return is asked again (idempotent), and the order becomes CANCELLED.
+- AWAITING_PAYMENT past its pay deadline: the hold expired unpaid; it is cancelled and its
+  stock returned (order_service/cancellation.py: the expiry and a late pay race on the row, and
+  exactly one wins).
+
+An unreachable stock service leaves an order for the next pass. Run by the elected reconciler
+(reconciler_service.py) every RECONCILE_INTERVAL, or by hand (`inventory reconcile`); it is
+idempotent.
 """
 
 from __future__ import annotations
@@ -17,55 +27,124 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
+from order_service import transitions
+from order_service.cancellation import Cancellation, Outcome
+from order_service.model import (
+    AWAITING_PAYMENT,
+    CANCELLED,
+    CANCELLING,
+    CONFIRMED,
+    PENDING,
+    RECONCILED,
+    OrderRow,
+)
+from order_service.settlement import decided_status
 from order_service.stock_client import StockClient
-from order_service.store import CONFIRMED, FAILED, PENDING, OrderStore
+from order_service.store import OrderStore
 
 log = logging.getLogger(__name__)
+PAGE_SIZE = 200
 
 
 @dataclass
 class ReconcileReport:
     examined: int = 0
+    pages: int = 0
     confirmed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)  # flows that are not the order's lines
     unreachable: int = 0
+    cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
 
 
 def reconcile(
     store: OrderStore,
     stock: StockClient,
     older_than: timedelta,
-    horizon: timedelta,
-    flag_ttl: timedelta,
     now: datetime | None = None,
     fence: int | None = None,
     before_write: Callable[[], None] = lambda: None,
+    page_size: int = PAGE_SIZE,
 ) -> ReconcileReport:
     """One pass. `fence`: the elected reconciler's leader token; every write carries it, and
-    store.Superseded ends the pass when a newer leader has written."""
+    transitions.Superseded ends the pass when a newer leader has written."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     report = ReconcileReport()
-    for order in store.unsettled(now - horizon, now - older_than):
+    cancellation = Cancellation(store, stock)
+
+    def settle(order: OrderRow) -> None:
+        settle_one(store, stock, order, report, fence, before_write)
+
+    def finish_cancel(order: OrderRow) -> None:
         report.examined += 1
-        flows = stock.flows(order.id)
-        if flows is None:
-            report.unreachable += 1
-            continue
-        deducted = {f["goodsId"]: f["num"] for f in flows}
-        if deducted and deducted == order.lines:
-            before_write()
-            reason = f"reconciled: deducted after the request ended ({order.reason})"
-            if store.settle(order.id, order.status, CONFIRMED, reason, fence):
-                report.confirmed.append(order.id)
-                log.warning(
-                    "order %s was %s but its flows exist: CONFIRMED", order.id, order.status
-                )
-        elif deducted:
-            report.mismatched.append(order.id)  # for a person to look at; never guessed
-        elif order.status == PENDING and now - order.created_at > flag_ttl:
-            reason = f"not_confirmed (reconciled): {order.reason}"
-            settled = store.settle(order.id, PENDING, FAILED, reason, fence)
-            if settled:
-                report.failed.append(order.id)
+        before_write()
+        _after_cancel(cancellation.return_stock(order.state, fence), report)
+
+    def expire(order: OrderRow) -> None:
+        report.examined += 1
+        before_write()
+        _after_cancel(cancellation.expire(order.id, fence), report)
+
+    _pages(store, PENDING, now - older_than, page_size, report, settle)
+    _pages(store, CANCELLING, now - older_than, page_size, report, finish_cancel)
+    _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True)
     return report
+
+
+def _pages(
+    store: OrderStore,
+    status: str,
+    before: datetime,
+    page_size: int,
+    report: ReconcileReport,
+    act: Callable[[OrderRow], None],
+    by_deadline: bool = False,
+) -> None:
+    after: tuple[datetime, str] | None = None
+    while True:
+        page = store.page(status, before, after, page_size, by_deadline)
+        report.pages += 1
+        for order in page:
+            act(order)
+        if len(page) < page_size:
+            return
+        last = page[-1]
+        stamp = last.pay_deadline if by_deadline else last.created_at
+        assert stamp is not None
+        after = (stamp, last.id)
+
+
+def _after_cancel(outcome: Outcome, report: ReconcileReport) -> None:
+    if outcome.unavailable:
+        report.unreachable += 1
+    elif outcome.order.status == CANCELLED:
+        report.cancelled.append(outcome.order.id)
+
+
+def settle_one(
+    store: OrderStore,
+    stock: StockClient,
+    order: OrderRow,
+    report: ReconcileReport,
+    fence: int | None,
+    before_write: Callable[[], None],
+) -> None:
+    report.examined += 1
+    decision = stock.void(order.id)
+    if decision is None:
+        report.unreachable += 1
+        return
+    status = decided_status(decision, order.lines)
+    if status is None:
+        report.mismatched.append(order.id)  # for a person to look at; never guessed
+        log.error("order %s: flows %s are not its lines", order.id, decision.deducted_lines())
+        return
+    before_write()
+    what = {CONFIRMED: "deducted", CANCELLED: "returned"}.get(status, "voided")
+    if status == CONFIRMED and order.pay_deadline is not None:
+        status = AWAITING_PAYMENT  # a hold: paid or expired from here
+    reason = f"{RECONCILED}: {what} ({order.reason or 'its request ended without an outcome'})"
+    if transitions.settle(store, order.id, PENDING, status, reason, fence):
+        placed = status in (CONFIRMED, AWAITING_PAYMENT, CANCELLED)
+        (report.confirmed if placed else report.failed).append(order.id)
+        log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)

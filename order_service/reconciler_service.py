@@ -1,18 +1,22 @@
 """`inventory reconciler`: reconciliation as a service, one active and many standby. Every
-instance campaigns (order_service/election.py); the leader runs a pass every
-RECONCILE_INTERVAL; the others wait to take over.
+instance campaigns (shared/election.py); the leader runs a pass every RECONCILE_INTERVAL; the
+others wait to take over.
 
 A leader that was paused or cut off must not act once deposed. Two guards, for two windows:
-- Before each pass it asks whether it still leads (ZooKeeper: its node still exists on a live
-  session; etcd: the election's leader key is still its own, on a lease still renewed). That
-  catches a leader that was deposed while it slept between passes, the common case.
+- Before each pass it asks whether it still leads (ZooKeeper: no suspension or loss of its
+  connection since it was elected, and its node still there; etcd: the election's leader key
+  is still its own, on a lease still renewed). A leader that is not sure resigns and campaigns
+  again: after a ZooKeeper blip the session survives, but the leadership is not trusted, and
+  either this instance or a standby is elected anew, with a new token.
 - A pause after that question (inside the pass) cannot be seen by the leader. Each write
   carries its leader token and first moves the reconciler fence up to it, in the write's own
-  transaction (store.settle): once a newer leader has written, the older one's writes are
+  transaction (transitions.move): once a newer leader has written, the older one's writes are
   refused (Superseded) and it stands down. That is enough because every write of a pass goes
   through that fence row, whose row lock orders the writes of two would-be leaders, and the
   tokens only grow from leader to leader. Each write is also a compare-and-set on the order's
   status, so even two passes of one leader never move an order twice.
+A pass that fails (the order database down, say) is logged and tried again at the next
+interval; the service itself only ends when it is told to.
 
 Lines meant for people and the standby demo: "elected", "pass", "not the leader", "refused",
 each with the instance, its token and the wall time (`at=`), so a takeover can be timed.
@@ -25,19 +29,18 @@ import threading
 import time
 from datetime import timedelta
 
-import redis
-
-from order_service.election import Elector, EtcdElector, ZooKeeperElector
 from order_service.reconcile import reconcile
 from order_service.stock_client import StockClient
-from order_service.store import OrderStore, Superseded
+from order_service.store import OrderStore
+from order_service.transitions import Superseded
 from shared.db import make_engine
+from shared.election import Elector, EtcdElector, ZooKeeperElector
+from shared.faults import NO_FAULTS, Faults
+from shared.redis_client import make_redis
 from shared.settings import Settings
-from stock_service.faults import NO_FAULTS, Faults
 
 log = logging.getLogger("reconciler")
 ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as its key
-HORIZON = timedelta(hours=24)
 
 
 def make_elector(settings: Settings, identifier: str) -> Elector:
@@ -46,21 +49,28 @@ def make_elector(settings: Settings, identifier: str) -> Elector:
             settings.etcd_endpoint_list(), ELECTION_PATH, identifier, settings.etcd_lease_ttl
         )
     return ZooKeeperElector(
-        settings.zk_hosts, ELECTION_PATH, identifier, settings.zk_session_timeout
+        settings.zk_hosts,
+        ELECTION_PATH,
+        identifier,
+        settings.zk_session_timeout,
+        auth=settings.zk_auth or None,
     )
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
-    """Campaign, lead while elected, campaign again; until `stop` is set. Leaving resigns."""
-    store = OrderStore(make_engine(settings.order_database_url))
-    stock = StockClient(settings.stock_service_url, settings.stock_call_timeout, 0, 60, 0)
+    """Campaign, lead while sure of it, resign, campaign again; until `stop` is set."""
+    store = OrderStore(make_engine(settings.order_database_url, application="reconciler"))
+    stock = StockClient(
+        settings.stock_service_url,
+        settings.stock_call_timeout,
+        0,
+        60,
+        0,
+        token=settings.stock_service_token,
+    )
     # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
     # leader inside its pass, in the same Redis keys as the stock service's faults.
-    faults = (
-        Faults(redis.Redis.from_url(settings.redis_url, decode_responses=True))
-        if settings.fault_injection
-        else NO_FAULTS
-    )
+    faults = Faults(make_redis(settings.redis_url)) if settings.fault_injection else NO_FAULTS
     elector = make_elector(settings, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())
     try:
@@ -70,6 +80,7 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
                 break
             log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
             lead(settings, identifier, token, elector, store, stock, faults, stop)
+            elector.resign()  # deposed, not sure, refused or stopped: hand over, stand by
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
@@ -98,22 +109,25 @@ def lead(
                 store,
                 stock,
                 timedelta(seconds=settings.reconcile_older_than),
-                HORIZON,
-                timedelta(seconds=settings.flag_ttl),
                 fence=token,
                 before_write=lambda: faults.fire("reconciler_stop_before_write"),
             )
         except Superseded as exc:
             log.warning("%s refused token=%d at=%.3f: %s", identifier, token, time.time(), exc)
-            elector.resign()
             return
-        log.info(
-            "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d",
-            identifier,
-            token,
-            time.time(),
-            report.examined,
-            len(report.confirmed),
-            len(report.failed),
-        )
+        except Exception as exc:  # the next pass tries again; leading goes on
+            log.warning("%s pass failed token=%d at=%.3f: %r", identifier, token, time.time(), exc)
+        else:
+            log.info(
+                "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
+                "unreachable=%d",
+                identifier,
+                token,
+                time.time(),
+                report.examined,
+                len(report.confirmed),
+                len(report.failed),
+                len(report.cancelled),
+                report.unreachable,
+            )
         stop.wait(settings.reconcile_interval)

@@ -23,6 +23,12 @@ class OrderStatus(StrEnum):
     PENDING = "PENDING"
     CONFIRMED = "CONFIRMED"
     FAILED = "FAILED"
+    AWAITING_PAYMENT = "AWAITING_PAYMENT"
+    CANCELLING = "CANCELLING"
+    CANCELLED = "CANCELLED"
+
+
+MAX_PAY_WITHIN = 7 * 24 * 3600  # a hold of at most a week
 
 
 def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
@@ -48,6 +54,17 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
         # ignores: the type says what may be sent).
         goodsIds: Annotated[list[Identifier], Field(min_length=1, max_length=max_lines)] = None  # type: ignore[assignment]
         items: Annotated[list[OrderItem], Field(min_length=1, max_length=max_lines)] = None  # type: ignore[assignment]
+        payWithinSeconds: Annotated[
+            int,
+            Field(
+                ge=1,
+                le=MAX_PAY_WITHIN,
+                description="a hold: the stock is deducted and the order AWAITING_PAYMENT "
+                "until POST /orders/{orderId}/pay; unpaid by then, it is cancelled and the "
+                "stock returned",
+            ),
+            WHOLE,
+        ] = None  # type: ignore[assignment]
 
         @model_validator(mode="after")
         def _one_form(self) -> Self:
@@ -84,14 +101,29 @@ class IdempotencyHeaders(BaseModel):
     )
 
 
+class CancelKeyHeaders(BaseModel):
+    """The Idempotency-Key an order was placed under, to cancel it by (required here)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    idempotency_key: str = Field(
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[\x20-\x7e]+$",
+        description="the key the order was placed under",
+    )
+
+
 class OrderAnswer(Answer):
     orderId: str
     status: OrderStatus
-    result: Literal["success", "false", "pending"] = Field(
-        description="the article's field: success (CONFIRMED), false (FAILED), pending"
+    result: Literal["success", "false", "pending", "cancelled"] = Field(
+        description="the article's field: success (CONFIRMED, or AWAITING_PAYMENT: placed and "
+        "held), false (FAILED), pending (PENDING, CANCELLING), cancelled (CANCELLED)"
     )
     reason: str | None = Field(None, description="why FAILED, or why still PENDING")
     shortfalls: list[Shortfall] | None = Field(None, description="with insufficient_stock")
+    payBy: str | None = Field(None, description="a hold: the payment's deadline (UTC)")
 
 
 class OrderLine(BaseModel):
@@ -107,6 +139,14 @@ class OrderView(Answer):
     items: list[OrderLine]
     createTime: str
     updateTime: str
+    payBy: str | None = None
+    paidTime: str | None = None
+
+
+class OrderNotChanged(ErrorBody):
+    orderId: str
+    status: OrderStatus
+    reason: str | None = None
 
 
 class OrderRefused(ErrorBody):

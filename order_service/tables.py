@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, DateTime, ForeignKey, Integer, MetaData, String, Table
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+)
 
 metadata = MetaData()
 
@@ -11,13 +21,21 @@ orders = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("user_id", String(64), nullable=False),
-    Column("status", String(16), nullable=False),  # PENDING, CONFIRMED, FAILED
+    # PENDING, CONFIRMED, FAILED, AWAITING_PAYMENT (a hold), CANCELLING, CANCELLED
+    Column("status", String(16), nullable=False),
     Column("reason", String(200), nullable=True),  # why FAILED, or why still PENDING
     # Unique: a repeat of a key finds the first order instead of inserting a second one.
     Column("idempotency_key", String(128), nullable=True, unique=True),
     Column("request_hash", String(64), nullable=True),
     Column("created_at", DateTime, nullable=False),
     Column("updated_at", DateTime, nullable=False),
+    # A hold (genOrder's payWithinSeconds): paid by this time, or cancelled by the reconciler.
+    Column("pay_deadline", DateTime, nullable=True),
+    Column("paid_at", DateTime, nullable=True),
+    # The reconciler pages through the PENDING and CANCELLING orders, oldest first, and the
+    # holds by their deadline.
+    Index("ix_orders_status_created", "status", "created_at"),
+    Index("ix_orders_status_deadline", "status", "pay_deadline"),
 )
 
 order_details = Table(

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis, etcd), and
-# what the cluster needs (haproxy, nftables, iproute2), through apt-get when run as root;
+# what the cluster's load tests need (haproxy, nftables, iproute2), through apt-get when run as root;
 # otherwise says what to install. Idempotent. With --test also what only the tests use:
 # Debian's chromium, which the dashboard test drives with playwright (playwright cannot
 # download a browser of its own here), and Debian's prometheus, which `inventory up --monitoring`
@@ -10,8 +10,20 @@ set -euo pipefail
 need=()
 lean=()  # installed without recommends
 if [ "${1:-}" = "--test" ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+# spin (Promela): the model of the protocol, checked by `make model` (and so by `make test`).
+if { [ "${1:-}" = "--test" ] || [ "${1:-}" = "--model" ]; } && ! command -v spin >/dev/null 2>&1; then need+=(spin); fi
 if { [ "${1:-}" = "--test" ] || [ "${1:-}" = "--monitoring" ]; } && ! command -v prometheus >/dev/null 2>&1; then
   lean+=(prometheus)
+fi
+# The cluster (`inventory cluster up`, chaos, and the tests that run them): PostgreSQL under
+# Patroni, which runs on Debian's python3 and stores its leader in ZooKeeper through
+# python3-kazoo; Redis Sentinel; keepalived for the load balancers' shared address.
+if { [ "${1:-}" = "--test" ] || [ "${1:-}" = "--cluster" ]; }; then
+  command -v patroni >/dev/null 2>&1 || need+=(patroni)
+  /usr/bin/python3 -c 'import kazoo, psycopg2' 2>/dev/null || need+=(python3-kazoo python3-psycopg2)
+  command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
+  command -v keepalived >/dev/null 2>&1 || need+=(keepalived)
+  [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
 fi
 if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi

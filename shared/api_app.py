@@ -1,7 +1,8 @@
 """The APIFlask app both services start from: the contract at /openapi.json (OpenAPI 3.1, made
 from the pydantic models the views validate with), Swagger UI at /docs with its assets served
 from this package (vendored from npm's swagger-ui-dist, no CDN), and one error shape,
-`{"error": ..., "field"?: ...}`, for validation and auth errors too.
+`{"error": ..., "field"?: ...}`, for validation and auth errors too. A body is read only when
+sent as application/json (json_only.py: else 415, so a cross-site form cannot place an order).
 
 `answers()` documents a route's statuses with their bodies; a route lists every status it can
 answer, so a client (and schemathesis) knows them all.
@@ -14,11 +15,11 @@ from typing import Any
 
 from apiflask import APIFlask
 from apiflask.exceptions import HTTPError
-from flask import Blueprint, Request
+from flask import Blueprint
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
-from werkzeug.exceptions import BadRequest
 
+from shared.json_only import JsonRequest
 from shared.schemas import ErrorBody, validation_message
 from shared.settings import Settings
 
@@ -26,19 +27,17 @@ REF = "#/components/schemas/{model}"
 # Every model an answers() call named, by name: the spec processor adds those a document uses.
 _ANSWER_MODELS: dict[str, type[BaseModel]] = {}
 
+NOT_JSON = {415: (ErrorBody, "The body was not sent with Content-Type: application/json")}
+TYPED_NO_BODY = {
+    415: (
+        ErrorBody,
+        "A Content-Type other than application/json was sent: this route takes no body",
+    )
+}
+
 docs_assets = Blueprint(
     "docs_assets", __name__, static_folder="static/swagger-ui", static_url_path="/docs/assets"
 )
-
-
-class JsonRequest(Request):
-    """Bodies are read as JSON whatever their Content-Type (apiflask asks with force=True); a
-    body that is not JSON gets a 400 that says so, not werkzeug's generic sentence."""
-
-    def on_json_loading_failed(self, e: ValueError | None) -> Any:
-        if not self.get_data(cache=True):
-            raise BadRequest("request body is empty; JSON expected")
-        raise BadRequest("request body is not valid JSON")
 
 
 def make_api_app(name: str, settings: Settings, title: str, description: str) -> APIFlask:
@@ -106,15 +105,21 @@ def _schema_of(model: type[BaseModel]) -> dict[str, Any]:
 
 
 def _complete_spec(spec: Any) -> Any:
-    """What apiflask leaves out: the answer models' schemas, and that a body is required."""
+    """What apiflask leaves out: the answer models' schemas, that a body is required, and the
+    415 every route with a body answers to a body not sent as application/json, and every POST
+    without one to a Content-Type other than JSON (said here, in one place, as each check is
+    made in one place: json_only.py)."""
+    for path in spec.get("paths", {}).values():
+        for operation in path.values():
+            if isinstance(operation, dict) and "requestBody" in operation:
+                operation["requestBody"]["required"] = True
+                operation.setdefault("responses", {}).setdefault("415", answers(NOT_JSON)[415])
+            elif operation is path.get("post"):  # json_only.install_bodyless_post_rule
+                operation.setdefault("responses", {}).setdefault("415", answers(TYPED_NO_BODY)[415])
     schemas = spec.setdefault("components", {}).setdefault("schemas", {})
     text = repr(spec)
     used = [m for name, m in _ANSWER_MODELS.items() if REF.format(model=name) in text]
     if used:
         _, defs = models_json_schema([(m, "serialization") for m in used], ref_template=REF)
         schemas.update(defs.get("$defs", {}))
-    for path in spec.get("paths", {}).values():
-        for operation in path.values():
-            if isinstance(operation, dict) and "requestBody" in operation:
-                operation["requestBody"]["required"] = True
     return spec

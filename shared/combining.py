@@ -4,19 +4,24 @@ in one lock hold, by one of their own threads.
     combiner = Combiner(run_batch, batch_max=32)
     result = combiner.submit(key, item, timeout)   # from any number of threads
 
-Requests with the same `key` (for the stock service: the sorted lock names) share a lane. The
-first request to find its lane idle becomes the lane's leader: it takes itself and whatever else
-queued behind it (up to `batch_max`, in arrival order), calls `run_batch(key, items, timeout)`
-once, hands each request its own result, and passes the lead to the next request in the queue,
-if any. Nobody waits to fill a batch: a lone request runs at once, and whatever queued during a
-hold is the next batch. A leader serves one batch and returns, so no thread is kept working for
-others indefinitely.
+Requests with the same `key` share a lane (the stock service uses one lane per process, whatever
+the goods: stock_service/deduction.py's LANE). The first request to find its lane idle becomes the
+lane's leader: it takes itself and whatever else queued behind it (up to `batch_max`, in arrival
+order), calls `run_batch(key, items, handle)` once, hands each request its own result, and
+passes the lead to the next request in the queue, if any. Nobody waits to fill a batch: a lone
+request runs at once, and whatever queued during a hold is the next batch. A leader serves one
+batch and returns, so no thread is kept working for others indefinitely.
 
-Failures: if `run_batch` raises, every request of that batch gets the exception (the failure is
-the hold's, not one request's); it may also answer one request with an exception of its own. A
-request still queued when its own timeout runs out leaves the
-queue with LockTimeout; one already taken into a batch waits for that batch, whose lock wait is
-bounded by the oldest member's timeout.
+Deadlines: every request keeps its own (`handle.deadlines`, time.monotonic() values, in the
+order of the items); a batch must not make a request wait past it, nor cut a fresh request's
+wait to an older one's. A request still queued when its time runs out leaves the queue with
+LockTimeout; one taken into a batch is answered by that batch.
+
+Answers: `handle.answer(i, result)` answers one request as soon as its outcome is committed
+(a batch split in two answers its first part before the rest has its locks); the rest are
+answered with the results `run_batch` returns. If `run_batch` raises, every request not yet
+answered gets the exception (the failure is the hold's, not one request's); a result may also
+be an exception of its own, raised to that request's caller alone.
 
 Why not a library: flat combining (Hendler, Incze, Shavit, Tarjan, 2010) is a pattern, not a
 package; concurrent.futures has no notion of "serve everything queued behind me in one call".
@@ -35,11 +40,12 @@ from shared.locks.base import LockTimeout
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 
-QUEUED, LEAD, TAKEN, DONE = "queued", "lead", "taken", "done"
+# CARRY: a member handed the rest of its batch to run in its own thread (BatchHandle.carry_on).
+QUEUED, LEAD, TAKEN, CARRY, DONE = "queued", "lead", "taken", "carry", "done"
 
 
 class _Pending(Generic[Item, Result]):
-    __slots__ = ("deadline", "error", "event", "item", "result", "state")
+    __slots__ = ("deadline", "deferred", "error", "event", "item", "result", "state", "task")
 
     def __init__(self, item: Item, deadline: float) -> None:
         self.item = item
@@ -48,6 +54,8 @@ class _Pending(Generic[Item, Result]):
         self.state = QUEUED
         self.result: Result | None = None
         self.error: BaseException | None = None
+        self.deferred = False  # answered later by the task a member carries on
+        self.task: Callable[[], None] | None = None
 
 
 class _Lane:
@@ -58,12 +66,12 @@ class _Lane:
         self.busy = False  # a leader is running a batch of this lane
 
 
-# run_batch(key, items, timeout, handle): one result per item, in order, then one per item
-# that joined through handle.take(); an item's result may be an exception, raised to that
-# item's caller alone. handle.detach() lets the lane's next batch start before this one ends
-# (a batch left waiting for a lock that does not come).
+# run_batch(key, items, handle): one result per item, in order, then one per item that
+# joined through handle.take(); an item's result may be an exception, raised to that item's
+# caller alone. handle.detach() lets the lane's next batch start before this one ends (a batch
+# left waiting for a lock that does not come); handle.answer(i, result) answers item i early.
 RunBatch = Callable[
-    [Hashable, Sequence[Item], float, "BatchHandle[Item, Result]"],
+    [Hashable, Sequence[Item], "BatchHandle[Item, Result]"],
     Sequence[Result | BaseException],
 ]
 
@@ -103,15 +111,28 @@ class Combiner(Generic[Item, Result]):
         return pending.result  # type: ignore[return-value]
 
     def _wait(self, key: Hashable, lane: _Lane, pending: _Pending[Item, Result]) -> None:
-        """Until this request's batch is done, or it is handed the lead."""
-        while not pending.event.wait(_left(pending.deadline)):
+        """Until this request is answered, or handed the lead (its deadline unchanged: the
+        lead's batch answers it LockTimeout at once if its time is up)."""
+        timeout = _left(pending.deadline)
+        while True:
+            if not pending.event.wait(timeout):
+                with self._guard:
+                    if pending.state == QUEUED:
+                        lane.queue.remove(pending)
+                        pending.error = _queued_too_long(key, len(lane.queue))
+                        return
+                # Taken into a running batch, or just handed the lead: either sets the event.
+                timeout = None
+                continue
             with self._guard:
-                if pending.state == QUEUED:
-                    lane.queue.remove(pending)
-                    pending.error = _queued_too_long(key, len(lane.queue))
-                    return
-            # Taken into a running batch (or just handed the lead): that batch answers it.
-            pending.deadline = float("inf")
+                task, pending.task = pending.task, None
+                if task is not None:
+                    pending.event.clear()
+                    pending.state = TAKEN
+            if task is None:
+                return
+            task()  # the rest of a batch, carried on in this thread; it answers this one too
+            timeout = None
 
     def _lead(self, key: Hashable, lane: _Lane, first: _Pending[Item, Result]) -> None:
         now = time.monotonic()
@@ -127,28 +148,25 @@ class Combiner(Generic[Item, Result]):
             if member.deadline <= now:
                 member.error = _queued_too_long(key, len(batch) - 1)
         live = [m for m in batch if m.deadline > now]
-        handle = BatchHandle(self, key, lane, live)
+        handle = BatchHandle(self, key, lane, live, first)
         try:
             if live:
-                # The oldest live member's time left bounds the lock wait: nobody waits for
-                # the lock past its own timeout.
-                timeout = min(m.deadline for m in live) - now
-                results = self.run_batch(key, [m.item for m in live], timeout, handle)
+                results = self.run_batch(key, [m.item for m in live], handle)
                 # `live` now also holds the members that joined late, in the order of results.
                 for member, result in zip(live, results, strict=True):
-                    if isinstance(result, BaseException):
-                        member.error = result
-                    else:
-                        member.result = result
+                    if member.state != DONE and not member.deferred:
+                        _settle(member, result)
         except BaseException as exc:  # the hold's failure: handed to every member, re-raised there
             for member in live:
-                member.error = exc
+                if member.state != DONE and not member.deferred:
+                    member.error = exc
         finally:
             with self._guard:
-                for member in batch + live:
+                ending = [m for m in batch + live if not m.deferred and m.state != DONE]
+                for member in ending:
                     member.state = DONE
             handle.detach()
-            for member in batch + live:
+            for member in ending:
                 if member is not first:
                     member.event.set()
 
@@ -165,27 +183,80 @@ class Combiner(Generic[Item, Result]):
 
 
 class BatchHandle(Generic[Item, Result]):
-    """What a running batch may do with its lane: take late joiners, or let the next batch
-    start without it."""
+    """What a running batch may do with its lane and its members: read their deadlines, answer
+    one early, take late joiners, or let the next batch start without it."""
 
     def __init__(
         self,
-        combiner: Combiner[Item, Result],
+        combiner: Combiner[Item, Result] | None,
         key: Hashable,
-        lane: _Lane,
+        lane: _Lane | None,
         members: list[_Pending[Item, Result]],
+        leader: _Pending[Item, Result] | None = None,
     ) -> None:
         self._combiner = combiner
         self._key = key
         self._lane = lane
         self._members = members
-        self._detached = False
+        self._leader = leader
+        self._detached = combiner is None
+
+    @classmethod
+    def alone(cls, item: Item, deadline: float) -> BatchHandle[Item, Result]:
+        """For a batch run without a combiner (one request, no lane)."""
+        return cls(None, None, None, [_Pending(item, deadline)])
+
+    @property
+    def deadlines(self) -> list[float]:
+        """Each member's deadline (time.monotonic()), in the order of the batch's items."""
+        return [member.deadline for member in self._members]
+
+    def answer(self, index: int, result: Result | BaseException) -> None:
+        """Answer member `index` now; the batch's later result for it is ignored."""
+        member = self._members[index]
+        guard = self._combiner._guard if self._combiner else threading.Lock()
+        with guard:
+            if member.state == DONE:
+                return
+            _settle(member, result)
+            member.state = DONE
+        if member is not self._leader:
+            member.event.set()
+
+    def leads(self, index: int) -> bool:
+        """Whether member `index` is the one whose thread runs this batch."""
+        return self._members[index] is self._leader
+
+    def carry_on(self, indices: list[int], task: Callable[[], None]) -> None:
+        """Members `indices` are answered later by `task` (through answer()), which runs in the
+        thread of the first of them, a thread that waits for its answer anyway. So the leader,
+        its own request answered, returns at once instead of serving the rest. The batch's
+        results for these members are ignored."""
+        if self._combiner is None:
+            task()  # no other thread to carry it: run it here
+            return
+        carrier = self._members[indices[0]]
+        assert carrier is not self._leader, "the leader carries on by itself"
+
+        def guarded() -> None:
+            try:
+                task()
+            except BaseException as exc:  # whatever the task left unanswered gets its failure
+                for i in indices:
+                    self.answer(i, exc)
+
+        with self._combiner._guard:
+            for i in indices:
+                self._members[i].deferred = True
+            carrier.task = guarded
+            carrier.state = CARRY
+        carrier.event.set()
 
     def take(self, fits: Callable[[Item], bool], limit: int) -> list[Item]:
         """Requests queued since this batch began that `fits` accepts (those its hold can
         serve with no more locks), in arrival order, at most `limit`; they join this batch and
         get their answers from it. The others stay queued for the next batch."""
-        if self._detached or limit <= 0:
+        if self._detached or limit <= 0 or self._combiner is None or self._lane is None:
             return []
         now = time.monotonic()
         joined: list[_Pending[Item, Result]] = []
@@ -202,9 +273,16 @@ class BatchHandle(Generic[Item, Result]):
 
     def detach(self) -> None:
         """Let the next batch of this lane start while this one still runs (idempotent)."""
-        if not self._detached:
+        if not self._detached and self._combiner is not None and self._lane is not None:
             self._detached = True
             self._combiner._hand_on(self._key, self._lane)
+
+
+def _settle(member: _Pending[Item, Result], result: Result | BaseException) -> None:
+    if isinstance(result, BaseException):
+        member.error = result
+    else:
+        member.result = result
 
 
 def _left(deadline: float) -> float | None:

@@ -7,10 +7,13 @@ unexpected exception all answer JSON, and no stack trace reaches a client.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from flask import Flask, Response, jsonify
 from werkzeug.exceptions import HTTPException
+
+from shared.errors import DependencyUnavailable
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +34,12 @@ def error_response(code: int, message: str, /, **extra: Any) -> tuple[Response, 
     return jsonify({"error": message, **extra}), code
 
 
-def register_error_handlers(app: Flask) -> None:
+def register_error_handlers(
+    app: Flask, on_unavailable: Callable[[DependencyUnavailable], None] = lambda _exc: None
+) -> None:
+    """`on_unavailable`: told of every 503 of a dependency (the stock service counts its lost
+    locks there)."""
+
     @app.errorhandler(ApiError)
     def _api_error(exc: ApiError) -> tuple[Response, int]:
         response, code = error_response(exc.code, exc.message, **exc.extra)
@@ -46,6 +54,14 @@ def register_error_handlers(app: Flask) -> None:
         # werkzeug's own headers, such as the Allow of a 405 (RFC 9110 asks for it).
         response.headers.extend((k, v) for k, v in exc.get_headers() if k != "Content-Type")
         return response, code
+
+    @app.errorhandler(DependencyUnavailable)
+    def _unavailable(exc: DependencyUnavailable) -> tuple[Response, int]:
+        """A dependency that is down, or a lock not had: 503, a JSON error naming it."""
+        message = exc.answer()
+        log.warning("503: %s", message)
+        on_unavailable(exc)
+        return error_response(503, message, dependency=exc.dependency)
 
     @app.errorhandler(Exception)
     def _unexpected(exc: Exception) -> tuple[Response, int]:

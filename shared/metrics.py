@@ -1,7 +1,7 @@
 """Prometheus metrics of both services (prometheus_client), and the /metrics route.
 
 Under gunicorn every worker is a process: with PROMETHEUS_MULTIPROC_DIR set (`inventory up`
-gives each service a folder; inventory/gunicorn_hooks.py wipes it when gunicorn starts and
+gives each service a folder; inventory/local/gunicorn_hooks.py wipes it when gunicorn starts and
 marks dead workers), each process writes its values there and /metrics adds them up. Without
 it (tests in one process) the process's own registry is served.
 

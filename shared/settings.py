@@ -36,6 +36,9 @@ class Settings:
     stock_database_url: str = "sqlite:///stock.db"
     redis_url: str = "redis://127.0.0.1:6379/0"
     zk_hosts: str = "127.0.0.1:2181"
+    # This process's ZooKeeper identity, `user:password` (digest): the nodes it creates are
+    # its own (and readable by everyone); empty, the open ACL of a single machine.
+    zk_auth: str = ""
     etcd_endpoints: str = "http://127.0.0.1:2379"  # comma-separated, tried in order
     # LOCK_BACKEND=redlock: independent Redis servers (comma-separated; 3 or 5), none of them
     # the flag Redis. `inventory up` starts three of its own when this is not set.
@@ -92,6 +95,11 @@ class Settings:
     # The admin routes (PUT /stock, PUT /faults) need `Authorization: Bearer <this>`; empty:
     # they are off. `inventory up` generates one and its commands send it.
     admin_token: str = ""
+    # The stock service's own routes (reduceStock, voidFlag, returnStock, stockFlow) need
+    # `Authorization: Bearer <this>` when it is set, and the order service and the reconcilers
+    # send it: in a cluster, a host that reaches the port cannot deduct, void or return stock.
+    # Empty (a single machine, bound to loopback): those routes are open.
+    stock_service_token: str = ""
 
     log_level: str = "INFO"
     log_format: str = "text"  # or json: one JSON object per line, with the request id
@@ -153,6 +161,8 @@ class Settings:
             raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
         if self.stock_call_retries < 0:
             raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
+        if self.zk_auth and ":" not in self.zk_auth:
+            raise ValueError("ZK_AUTH must be user:password")
         if self.lock_backend == "redlock" and len(self.redlock_url_list()) < 3:
             raise ValueError("LOCK_BACKEND=redlock needs 3 or more REDLOCK_URLS (a majority of N)")
         if self.lock_backend == "database" and self.stock_database_url.startswith("sqlite"):

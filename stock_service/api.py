@@ -25,12 +25,17 @@ from stock_service.schemas import (
     GoodsPath,
     InputModels,
     LevelSet,
+    Returned,
     StockLevel,
     UnknownGoods,
+    Voided,
 )
 
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
+# The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
+SERVICE_ROUTES = ("/reduceStock/", "/voidFlag/", "/returnStock/", "/stockFlow/")
+REFUSED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
 
 
 def deps() -> StockDeps:
@@ -69,9 +74,20 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
     @bp.doc(
         responses=answers(
             {
-                200: (Deduction, "deducted now, or duplicate: this flag was deducted before"),
+                200: (
+                    Deduction,
+                    "deducted now, or duplicate: the stock database says this flag was "
+                    "deducted before (by another attempt)",
+                ),
                 404: (UnknownGoods, "Goods ids that have no stock row: nothing written"),
-                409: (Deduction, "insufficient: the shortfalls, nothing written"),
+                409: (
+                    Deduction,
+                    "Nothing deducted. insufficient: the shortfalls (not recorded: a retry "
+                    "decides again); voided: the flag was voided, nothing will ever be "
+                    "deducted for it; cancelled: it was deducted and its stock returned; "
+                    "unknown_flag: the flag is neither live in Redis nor decided in the stock "
+                    "database (Redis lost it, or it expired): write it again to retry",
+                ),
                 413: BODY_TOO_LARGE,
                 422: (UnknownGoods, "A goods id's lines sum to more than MAX_QUANTITY"),
                 503: DOWN,
@@ -90,12 +106,20 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         deduction: StockDeduction = d.deduction
         result = deduction.reduce(flag, lines)
         body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
-        log.info("reduceStock: %s", result.outcome.value)
+        # The hold's own line (deduction.py) tells what its batch did; a request's line only
+        # when it was not a plain deduction.
+        level = logging.DEBUG if result.outcome is Outcome.DEDUCTED else logging.INFO
+        log.log(level, "reduceStock: %s", result.outcome.value)
         DEDUCTIONS.labels(result.outcome.value).inc()
         timing = {"Server-Timing": result.timings.header()}
         if result.outcome is Outcome.INSUFFICIENT:
             body["shortfalls"] = shortfalls_json(result)
+        if result.outcome in REFUSED:
             return jsonify(body), 409, timing
+        if result.outcome is Outcome.DEDUCTED:
+            # The committed rows, as GET /stockFlow/{flag} would return them: the order
+            # service confirms from them instead of reading them back.
+            body["flows"] = [flow_json(row) for row in result.flows]
         if result.outcome is Outcome.DEDUCTED and result.hold is not None:
             body["lock"] = {
                 "backend": d.locks.name,
@@ -104,6 +128,53 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 "batchSize": result.hold.size,  # the requests served in the same lock hold
             }
         return jsonify(body), 200, timing
+
+    @bp.put("/voidFlag/<flag>")
+    @bp.input(FlagPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (
+                    Voided,
+                    "The flag's decision: voided (now, or before) or deducted (before: "
+                    "nothing changed), with its flows",
+                ),
+                503: DOWN,
+            }
+        )
+    )
+    def void_flag(flag: str, path_data: Any) -> Response:
+        """Settle a flag whose outcome is unknown: unless it was deducted, decide it voided,
+        so no deduction of it can ever happen (a later one is answered `voided`). What the
+        order service does when it cannot learn an outcome, and what the reconciler does to
+        settle an order left PENDING. Needs no lock: the decision's key orders it against a
+        deduction."""
+        log_context(flag=flag, order_id=flag)
+        outcome = deps().deduction.void(flag, "voided: outcome unknown to the order service")
+        flows = deps().store.flows(flag) if outcome != Outcome.VOIDED.value else []
+        return jsonify({"flag": flag, "outcome": outcome, "flows": [flow_json(f) for f in flows]})
+
+    @bp.put("/returnStock/<flag>")
+    @bp.input(FlagPath, location="path")
+    @bp.doc(
+        responses=answers(
+            {
+                200: (Returned, "The flag's stock is back, or the flag is voided"),
+                503: DOWN,
+            }
+        )
+    )
+    def return_stock(flag: str, path_data: Any) -> Response:
+        """Cancel: give back exactly what this flag deducted, once, under the same lock and
+        fence as a deduction. A flag with no deduction is voided (an empty rollback, recorded),
+        so a deduction of it arriving later is refused."""
+        log_context(flag=flag, order_id=flag)
+        outcome = deps().deduction.cancel(flag)
+        rows = deps().store.returns(flag) if outcome is Outcome.RETURNED else []
+        DEDUCTIONS.labels(f"cancel_{outcome.value}").inc()
+        return jsonify(
+            {"flag": flag, "outcome": outcome.value, "returns": [flow_json(r) for r in rows]}
+        )
 
     @bp.get("/stockFlow/<flag>")
     @bp.input(FlagPath, location="path")

@@ -1,17 +1,25 @@
-"""The read-check-write of a batch of deductions, as pure logic: no database, no lock.
+"""The read-check-write of a batch of deductions and returns, as pure logic: no database, no
+lock.
 
-Combining (stock_service/combining.py) serves the requests that queued for one lock in one lock
-hold. Under that hold the store reads the levels once, and `plan` decides every request in
-arrival order against the levels the earlier ones left, exactly as if they had run one at a
-time in that order:
+Combining (shared/combining.py) serves the requests that queued for one lock in one lock hold.
+Under that hold the store reads the levels and the decided flags once, and `plan` decides
+every request in arrival order against the levels the earlier ones left, exactly as if they had
+run one at a time in that order:
 
-- a flag that already has flows, or that an earlier request of the batch carries, is a
-  `duplicate` and changes nothing;
-- a request whose every line fits is `deducted` and lowers the running levels;
-- a request with a line that does not fit is `insufficient`, with the shortfall of each such
-  line against the running level, and changes nothing (all or nothing per request).
+- a deduction whose flag the stock database has decided is answered with that decision and
+  changes nothing: `duplicate` when it was deducted (by an earlier attempt, or an earlier
+  request of this batch), `voided` when it was voided, `cancelled` when it was deducted and its
+  stock returned (nothing will ever be deducted for it again);
+- a deduction whose every line fits is `deducted` and lowers the running levels;
+- a deduction with a line that does not fit is `insufficient`, with the shortfall of each such
+  line against the running level, and changes nothing (all or nothing per request);
+- a return (the stock of a cancelled order coming back) of a deducted flag is `returned` and
+  raises the running levels by exactly the flag's flows (its lines); of a flag returned before,
+  `returned` again and nothing changes (nothing is returned twice); of a flag with no deduction,
+  `voided` (the caller voids the flag first: a deduction arriving later is refused).
 
-Levels only go down inside a batch, so a request refused here could not fit at the end either.
+Levels only go down inside a batch but for returns, so a deduction refused here could not fit
+at the end of the batch either, unless a return came after it.
 """
 
 from __future__ import annotations
@@ -19,12 +27,29 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 
 class Outcome(enum.StrEnum):
-    DEDUCTED = "deducted"
-    DUPLICATE = "duplicate"
-    INSUFFICIENT = "insufficient"
+    DEDUCTED = "deducted"  # deducted now
+    DUPLICATE = "duplicate"  # deducted before, by another attempt of the same flag
+    INSUFFICIENT = "insufficient"  # not deducted: a line does not fit (not recorded)
+    VOIDED = "voided"  # not deducted, and never will be: the flag was voided
+    RETURNED = "returned"  # a return: the flag's stock is back (now, or before)
+    CANCELLED = "cancelled"  # a deduction of a flag whose stock was returned: never again
+    # Answered at the pre-filter only: the flag is neither in Redis (a live operation) nor
+    # decided in the stock database. Nothing was done; the order service may write it again.
+    UNKNOWN_FLAG = "unknown_flag"
+
+
+# What the stock database records for a decided flag (flag_decision.outcome): deducted or
+# voided, and a deducted flag whose stock came back becomes returned.
+DECIDED = (Outcome.DEDUCTED, Outcome.VOIDED, Outcome.RETURNED)
+
+
+class Kind(enum.StrEnum):
+    DEDUCT = "deduct"
+    RETURN = "return"
 
 
 @dataclass(frozen=True)
@@ -39,16 +64,21 @@ class Shortfall:
 
 @dataclass(frozen=True)
 class Request:
-    """One PUT /reduceStock: the operation flag and the quantity per goods id."""
+    """One PUT /reduceStock (the operation flag and the quantity per goods id), or one return
+    of a flag's stock (its lines: the flag's flows, read before the hold)."""
 
     flag: str
     lines: Mapping[str, int]
+    kind: Kind = Kind.DEDUCT
 
 
 @dataclass
 class Decision:
     outcome: Outcome
     shortfalls: list[Shortfall] = field(default_factory=list)
+    # The stock-flow rows a deduction committed (set once committed): the same rows GET
+    # /stockFlow/{flag} returns, so the answer can carry them.
+    flows: list[dict[str, Any]] = field(default_factory=list)
 
 
 @dataclass
@@ -57,6 +87,8 @@ class Plan:
     levels: dict[str, int]  # the level of every goods id after the deducted requests
     changed: set[str]  # goods ids whose level the plan lowers
 
+    returned: set[int] = field(default_factory=set)  # the requests that return stock now
+
     def deducted(self, requests: Iterable[Request]) -> list[Request]:
         return [
             request
@@ -64,17 +96,38 @@ class Plan:
             if decision.outcome is Outcome.DEDUCTED
         ]
 
+    def returning(self, requests: Iterable[Request]) -> list[Request]:
+        return [request for i, request in enumerate(requests) if i in self.returned]
 
-def plan(requests: list[Request], levels: Mapping[str, int], flags_with_flows: set[str]) -> Plan:
+
+def plan(requests: list[Request], levels: Mapping[str, int], decided: Mapping[str, str]) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give);
-    `flags_with_flows`: the flags already deducted, as the stock-flow table says."""
+    `decided`: the flags the stock database has decided, with their outcome (deducted, voided
+    or returned)."""
     running = dict(levels)
-    taken: set[str] = set(flags_with_flows)
+    taken = {flag: Outcome(outcome) for flag, outcome in decided.items()}
     changed: set[str] = set()
+    returned: set[int] = set()
     decisions = []
-    for request in requests:
-        if request.flag in taken:
-            decisions.append(Decision(Outcome.DUPLICATE))
+    for index, request in enumerate(requests):
+        earlier = taken.get(request.flag)
+        if request.kind is Kind.RETURN:
+            if earlier is Outcome.DEDUCTED:
+                for goods_id, num in request.lines.items():
+                    running[goods_id] = running.get(goods_id, 0) + num
+                    changed.add(goods_id)
+                taken[request.flag] = Outcome.RETURNED
+                returned.add(index)
+            decisions.append(
+                Decision(
+                    Outcome.RETURNED
+                    if earlier in (Outcome.DEDUCTED, Outcome.RETURNED)
+                    else Outcome.VOIDED
+                )
+            )
+            continue
+        if earlier is not None:
+            decisions.append(Decision(AS_DEDUCTION[earlier]))
             continue
         short = [
             Shortfall(goods_id, wanted, running.get(goods_id, 0))
@@ -87,6 +140,14 @@ def plan(requests: list[Request], levels: Mapping[str, int], flags_with_flows: s
         for goods_id, wanted in request.lines.items():
             running[goods_id] -= wanted
             changed.add(goods_id)
-        taken.add(request.flag)
+        taken[request.flag] = Outcome.DEDUCTED
         decisions.append(Decision(Outcome.DEDUCTED))
-    return Plan(decisions, running, changed)
+    return Plan(decisions, running, changed, returned)
+
+
+# What a deduction of an already decided flag is answered.
+AS_DEDUCTION = {
+    Outcome.DEDUCTED: Outcome.DUPLICATE,
+    Outcome.VOIDED: Outcome.VOIDED,
+    Outcome.RETURNED: Outcome.CANCELLED,
+}

@@ -8,9 +8,9 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
+from shared.faults import POINTS
 from shared.http_errors import ApiError
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
-from stock_service.faults import POINTS
 from stock_service.schemas import FaultArmed, FaultPath, InputModels
 
 

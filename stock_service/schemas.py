@@ -7,7 +7,7 @@ these annotations at class creation, including the enclosing function's limits.)
 """
 
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
@@ -69,13 +69,6 @@ class LockHold(BaseModel):
     batchSize: int = Field(description="the requests served in the same lock hold")
 
 
-class Deduction(Answer):
-    flag: str
-    outcome: Outcome = Field(description="deducted, duplicate (done before), insufficient")
-    lock: LockHold | None = None
-    shortfalls: list[Shortfall] | None = None
-
-
 class Flow(BaseModel):
     id: str
     flag: str
@@ -85,8 +78,45 @@ class Flow(BaseModel):
     createTime: str
 
 
+class Deduction(Answer):
+    flag: str
+    outcome: Outcome = Field(
+        description="deducted; duplicate (deducted before); insufficient; voided; cancelled "
+        "(deducted, then returned); unknown_flag"
+    )
+    lock: LockHold | None = None
+    shortfalls: list[Shortfall] | None = None
+    flows: list[Flow] | None = Field(
+        None, description="deducted: the stock-flow rows committed (as GET /stockFlow returns)"
+    )
+
+
 class Flows(RootModel[list[Flow]]):
     """The stock-flow rows of one flag: empty until it was deducted."""
+
+
+class Voided(Answer):
+    flag: str
+    outcome: Literal["voided", "deducted", "returned"]
+    flows: list[Flow] = Field(description="the flows, when it was deducted (or returned)")
+
+
+class Return(BaseModel):
+    id: str
+    flag: str
+    goodsId: str
+    num: int
+    fence: int | None
+    createTime: str
+
+
+class Returned(Answer):
+    flag: str
+    outcome: Literal["returned", "voided"] = Field(
+        description="returned: its deduction's stock is back (now, or before: nothing twice); "
+        "voided: nothing was deducted, and no deduction of it will ever be made"
+    )
+    returns: list[Return] = Field(description="the return rows, one per deducted line")
 
 
 class StockLevel(Answer):

@@ -1,4 +1,5 @@
-"""The stock database: levels and the stock flow (one row per deducted line)."""
+"""The stock database: levels, the stock flow (one row per deducted line) and the decision of
+every flag that was decided (deducted or voided)."""
 
 from __future__ import annotations
 
@@ -43,4 +44,40 @@ stock_flow = Table(
     # The final authority against a double deduction: one flow per (flag, goods id).
     UniqueConstraint("flag", "goods_id", name="uq_stock_flow_flag_goods"),
     Index("ix_stock_flow_goods_id", "goods_id"),
+)
+
+# One row per decided flag: the stock database's word on what became of an operation.
+# - deducted: its flow rows were written in the same transaction;
+# - voided: nothing was deducted and nothing ever will be (the order service or the reconciler
+#   settled an order whose outcome was unknown; a cancel that found no deduction: Seata's
+#   "empty rollback", whose record refuses a deduction that arrives later, its "suspension");
+# - returned: it was deducted, and its stock came back (its return rows were written in the
+#   same transaction); nothing will be deducted for it again.
+# The primary key makes one flag one operation whatever its body: a second deduction of a flag,
+# even with other lines, fails here. A flag with no row is undecided: a refusal for lack of
+# stock is not recorded, since it changed nothing and a retry may decide again.
+flag_decision = Table(
+    "flag_decision",
+    metadata,
+    Column("flag", String(64), primary_key=True),
+    Column("outcome", String(16), nullable=False),
+    Column("reason", String(200), nullable=True),  # why voided
+    Column("created_at", DateTime, nullable=False),
+)
+
+# The stock returned by a cancel, append-only: one row per line of the deduction it undoes (the
+# flow row of the same flag and goods id), with the same quantity. Unique per (flag, goods id):
+# nothing is returned twice, whatever the callers do.
+stock_return = Table(
+    "stock_return",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("flag", String(64), nullable=False),
+    Column("goods_id", String(64), nullable=False),
+    Column("num", Integer, nullable=False),
+    Column("seed_version", Integer, nullable=False),
+    Column("fence", BigInteger, nullable=True),
+    Column("created_at", DateTime, nullable=False),
+    UniqueConstraint("flag", "goods_id", name="uq_stock_return_flag_goods"),
+    Index("ix_stock_return_goods_id", "goods_id"),
 )

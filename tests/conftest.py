@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 import migrations
-from inventory.servers import ServerProcess, start_redis, start_zookeeper
+from inventory.local.servers import ServerProcess, start_redis, start_zookeeper
 from shared.settings import Settings
 
 PG_ADMIN_URL = os.environ.get(
@@ -64,7 +64,7 @@ def redlock_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[S
 
 @pytest.fixture(scope="session")
 def etcd_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    from inventory.etcd_server import start_etcd
+    from inventory.local.etcd_server import start_etcd
 
     server = start_etcd(tmp_path_factory.mktemp("etcd"))
     yield server

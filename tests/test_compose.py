@@ -22,7 +22,7 @@ def test_every_setting_in_compose_is_read_by_the_code() -> None:
     known = {f.name.upper() for f in fields(Settings)}
     for name, service in compose()["services"].items():
         for variable in service.get("environment") or {}:
-            if name in ("stock", "order", "migrate"):
+            if name in ("stock", "order", "migrate", "reconciler"):
                 assert variable in known, f"{name}: {variable} is not a setting"
 
 
@@ -43,6 +43,9 @@ def test_services_run_create_app_under_gunicorn_on_the_documented_ports() -> Non
     assert services["stock"]["deploy"]["replicas"] > 1
     assert services["order"]["deploy"]["replicas"] > 1
     assert services["migrate"]["command"] == ["inventory", "migrate"]
+    # Two elected reconcilers: one leads, one stands by (the cluster runs one per order host).
+    assert services["reconciler"]["command"] == ["inventory", "reconciler"]
+    assert services["reconciler"]["deploy"]["replicas"] >= 2
     assert {"zk1", "zk2", "zk3", "redis", "mysql"} <= set(services)
 
 

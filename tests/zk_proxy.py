@@ -15,7 +15,7 @@ import struct
 import threading
 import time
 
-from inventory.servers import free_port
+from inventory.local.servers import free_port
 
 CREATE, DELETE, MULTI, CREATE2 = 1, 2, 14, 15
 
@@ -55,7 +55,11 @@ class CuttingProxy:
                 self.reconnects_refused += 1
                 client.close()
                 continue
-            server = socket.create_connection(self.target)
+            try:
+                server = socket.create_connection(self.target)
+            except OSError:  # the server is down (restarting): the client tries again
+                client.close()
+                continue
             muted = threading.Event()
             threading.Thread(
                 target=self._upstream, args=(client, server, muted), daemon=True

@@ -1,9 +1,10 @@
 """`inventory bench`: the deduction path against the limits of its parts, side by side in one
-run (runner.py), with a light load client (inventory/http_load.py) and a report of figures,
+run (runner.py), with a light load client (inventory/load/http_load.py) and a report of figures,
 ratios and targets (report.py)."""
 
 from inventory.bench.config import BenchConfig
-from inventory.bench.report import BenchReport, Measure, print_report, write_report
+from inventory.bench.files import write_report
+from inventory.bench.report import BenchReport, Measure, print_report
 from inventory.bench.runner import run_bench
 
 __all__ = ["BenchConfig", "BenchReport", "Measure", "print_report", "run_bench", "write_report"]

@@ -26,6 +26,7 @@ class BenchConfig:
         NO_LOCK,
     )
     global_scope: bool = True  # also LOCK_SCOPE=global for ZooKeeper
+    one_at_a_time: bool = True  # each backend also with DEDUCT_BATCH_MAX=1
     database_url: str | None = None  # a server; the bench makes a database of its own there
     keep: bool = False
 
@@ -37,6 +38,19 @@ class BenchConfig:
             warmup_seconds=5.0,
             backends=("zookeeper", "redis", "etcd", "redlock", "database", "unique-key", NO_LOCK),
             global_scope=False,
+        )
+
+    @classmethod
+    def order_path(cls) -> BenchConfig:
+        """What the order a buyer places costs, next to the deduction it exists for: the
+        ZooKeeper stack with combining and the no-lock baseline only (a few minutes)."""
+        return cls(
+            requests=1500,
+            limit_seconds=1.5,
+            warmup_seconds=5.0,
+            backends=("zookeeper", NO_LOCK),
+            global_scope=False,
+            one_at_a_time=False,
         )
 
     @classmethod
@@ -84,5 +98,7 @@ def stack_configs(config: BenchConfig, database: str, notes: list[str]) -> list[
             continue
         scopes = ("sku", "global") if config.global_scope and backend == "zookeeper" else ("sku",)
         for scope in scopes:
-            out += [StackConfig(backend, scope, COMBINING), StackConfig(backend, scope, 1)]
+            out.append(StackConfig(backend, scope, COMBINING))
+            if config.one_at_a_time:
+                out.append(StackConfig(backend, scope, 1))
     return out

@@ -1,4 +1,4 @@
-"""The bench's loads over HTTP, through the light client (inventory/http_load.py): PUT
+"""The bench's loads over HTTP, through the light client (inventory/load/http_load.py): PUT
 /reduceStock with flags written to Redis first, as the order service would, and POST /genOrder.
 Everything is encoded before the clock starts and decoded after it stops."""
 
@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import redis
 
-from inventory import stack
-from inventory.http_load import Answer, Call, LoadRun, run_calls
+from inventory.load.http_load import Answer, Call, LoadRun, run_calls
+from inventory.local import stack_state
 from shared.timing import parse_server_timing
 
 
@@ -28,7 +28,7 @@ class LoadResult:
     stages: dict[str, list[float]]
 
 
-def seed_goods(state: stack.StackState, count: int, prefix: str) -> list[str]:
+def seed_goods(state: stack_state.StackState, count: int, prefix: str) -> list[str]:
     goods = [f"{prefix}{i}" for i in range(count)]
     with httpx.Client(base_url=state.stock_url, timeout=30, headers=state.admin_headers()) as c:
         for g in goods:
@@ -58,7 +58,7 @@ def reduce_calls(redis_url: str, goods: list[str], requests: int, seed: int) -> 
     ]
 
 
-def reduce_load(state: stack.StackState, calls: list[Call], concurrency: int) -> LoadResult:
+def reduce_load(state: stack_state.StackState, calls: list[Call], concurrency: int) -> LoadResult:
     run = run_calls(state.stock_url, calls, concurrency)
     ok, sizes = 0, []
     stages: dict[str, list[float]] = {}
@@ -73,7 +73,7 @@ def reduce_load(state: stack.StackState, calls: list[Call], concurrency: int) ->
 
 
 def order_load(
-    state: stack.StackState, goods: list[str], requests: int, concurrency: int
+    state: stack_state.StackState, goods: list[str], requests: int, concurrency: int
 ) -> LoadResult:
     calls = [
         Call(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +35,11 @@ class Measure:
     errors: int = 0
     config: str = ""  # the stack's configuration label, for reduceStock measures
     goods: int = 0  # goods ids the load spread over
+
+    @property
+    def stack_cpu_ms(self) -> float:
+        """CPU per request of the stack's processes, the load generator left out."""
+        return sum(v for k, v in self.cpu_ms.items() if k != "load")
 
     @property
     def cpu_ceiling(self) -> float | None:
@@ -86,6 +91,9 @@ class BenchReport:
     def reduce_of(self, config: str, goods: int) -> Measure | None:
         return next((m for m in self.reduce if m.config == config and m.goods == goods), None)
 
+    def order_of(self, goods: int) -> Measure | None:
+        return next((m for m in self.gen_order if m.goods == goods), None)
+
     @property
     def spread(self) -> int:
         return max((m.goods for m in self.reduce), default=0)
@@ -119,6 +127,25 @@ class BenchReport:
             ratio = hot.p99_ms / hot_single.p99_ms
             name = "zookeeper hot goods p99: combining / one at a time"
             out.append(Target(name, ratio, 1.0, at_most=True))
+        return out + self.order_targets(hot)
+
+    def order_targets(self, hot: Measure | None) -> list[Target]:
+        """The order a buyer places, against the deduction it exists for (same stack)."""
+        out: list[Target] = []
+        order_hot = self.order_of(1)
+        if order_hot and hot and hot.per_second:
+            ratio = order_hot.per_second / hot.per_second
+            out.append(Target("genOrder / reduceStock, hot goods", ratio, 0.6, 0.8))
+        for order in (order_hot, self.order_of(self.spread)):
+            if order is None:
+                continue
+            goods = "hot goods" if order.goods == 1 else f"{order.goods} goods"
+            if order.cpu_ms:
+                name = f"genOrder stack CPU ms per order, {goods}"
+                out.append(Target(name, order.stack_cpu_ms, 7.0, 5.0, at_most=True))
+            if order.p99_ms:
+                name = f"genOrder p99 ms at {self.concurrency} callers, {goods}"
+                out.append(Target(name, order.p99_ms, 300.0, at_most=True))
         return out
 
     def ratios(self) -> dict[str, float]:
@@ -168,6 +195,12 @@ def print_report(report: BenchReport, console: Any) -> None:
         ceiling = f"{m.cpu_ceiling:.0f}" if m.cpu_ceiling else ""
         spread.add_row(_short(m.name), " ".join(f"{r:.0f}" for r in m.rounds), ceiling)
     console.print(spread)
+    orders = Table("genOrder", "CPU ms per order, by process", title="what an order costs")
+    for m in report.gen_order:
+        orders.add_row(
+            _short(m.name),
+            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()) + f" (stack {m.stack_cpu_ms:.2f})",
+        )
     stages = Table(
         "reduceStock",
         "median stage ms (Server-Timing)",
@@ -181,6 +214,8 @@ def print_report(report: BenchReport, console: Any) -> None:
             " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
         )
     console.print(stages)
+    if report.gen_order:
+        console.print(orders)
     targets = Table("ratio", "value", "goal", "", title="targets")
     for t in report.targets():
         goal = f"{'<=' if t.at_most else '>='} {t.goal}" + (
@@ -218,17 +253,3 @@ def _short(name: str) -> str:
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.1f}"
-
-
-def write_report(report: BenchReport, folder: Path) -> tuple[Path, Path]:
-    folder.mkdir(parents=True, exist_ok=True)
-    data = folder / "bench.json"
-    targets = [{**asdict(t), "met": t.met} for t in report.targets()]
-    data.write_text(
-        json.dumps({**asdict(report), "ratios": report.ratios(), "targets": targets}, indent=2)
-    )
-    from inventory.bench.chart import draw_chart  # matplotlib only when a chart is asked for
-
-    chart = folder / "bench.png"
-    draw_chart(report, chart)
-    return data, chart

@@ -9,7 +9,9 @@ side by side in one run.
    `spread_goods` ids; the order of the configurations rotates from round to round, so slow
    drifts of a shared machine fall on every configuration alike. Rates are the median of the
    rounds; latency percentiles and batch sizes pool every round's answers.
-4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round.
+4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round, on one hot
+   goods id and on `spread_goods` ids, next to that stack's reduceStock: the CPU of each order
+   by process (order service, stock service, ZooKeeper, Redis, and the client on its own).
 Everything it starts, it stops; its folder is removed unless `keep` is set.
 """
 
@@ -25,7 +27,6 @@ from typing import Any
 import sqlalchemy as sa
 
 import migrations
-from inventory import stack
 from inventory.bench.config import BenchConfig, StackConfig, stack_configs
 from inventory.bench.limits import measure_limits, warm_up_zookeeper
 from inventory.bench.loads import (
@@ -37,10 +38,11 @@ from inventory.bench.loads import (
     stage_medians,
 )
 from inventory.bench.report import COMBINING, BenchReport, Measure, label
-from inventory.cpu import snapshot
-from inventory.etcd_server import start_etcd
-from inventory.homes import temporary_home
-from inventory.servers import ServerProcess, start_redis, start_zookeeper
+from inventory.load.cpu import snapshot
+from inventory.local import stack, stack_state
+from inventory.local.etcd_server import start_etcd
+from inventory.local.homes import temporary_home
+from inventory.local.servers import ServerProcess, start_redis, start_zookeeper
 
 
 @dataclass
@@ -67,6 +69,8 @@ class _Tally:
         self.errors += len(result.run.answers) - result.ok
 
     def measure(self, name: str, config: str, goods: int) -> Measure:
+        """CPU per successful request (a confirmed order, a deduction), by process."""
+        succeeded = max(self.requests - self.errors, 1)
         return Measure(
             name,
             statistics.median(self.rates),
@@ -76,7 +80,7 @@ class _Tally:
             round(statistics.fmean(self.batch_sizes), 2) if self.batch_sizes else None,
             float(percentile(self.batch_sizes, 99)) if self.batch_sizes else None,
             stage_medians(self.stages),
-            {k: round(v * 1000 / self.requests, 2) for k, v in self.cpu.items()},
+            {k: round(v * 1000 / succeeded, 2) for k, v in self.cpu.items()},
             self.errors,
             config,
             goods,
@@ -101,7 +105,7 @@ def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> Ben
 
 def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -> BenchReport:
     own: list[ServerProcess] = []
-    running: list[stack.StackState] = []
+    running: list[stack_state.StackState] = []
     drop_database = None
     try:
         if not env.get("ZK_HOSTS"):
@@ -139,7 +143,7 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
 
         configs = stack_configs(config, report.database, report.notes)
         tallies: dict[tuple[StackConfig, int], _Tally] = {}
-        order_tally = _Tally()
+        order_tallies: dict[int, _Tally] = {}
         for round_no in range(config.rounds):
             shift = round_no % len(configs)
             for stack_config in configs[shift:] + configs[:shift]:
@@ -160,7 +164,11 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                         chosen = goods[goods_count]
                         tally.add(*_reduce_round(state, own, config, chosen, round_no))
                     if stack_config == StackConfig("zookeeper"):
-                        order_tally.add(*_order_round(state, own, config, round_no))
+                        for goods_count in (1, config.spread_goods):
+                            tally = order_tallies.setdefault(goods_count, _Tally())
+                            tally.add(
+                                *_order_round(state, own, config, goods[goods_count], round_no)
+                            )
                 finally:
                     stack.down(home=Path(state.home), say=lambda *_: None)
                     running.remove(state)
@@ -170,12 +178,10 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                 name = f"reduceStock {stack_config.label}, {goods_count} goods"
                 tally = tallies[(stack_config, goods_count)]
                 report.reduce.append(tally.measure(name, stack_config.label, goods_count))
-        if order_tally.rates:
-            report.gen_order.append(
-                order_tally.measure(
-                    f"genOrder end to end ({label('zookeeper', 'sku', COMBINING)})", "", 0
-                )
-            )
+        zookeeper = label("zookeeper", "sku", COMBINING)
+        for goods_count, tally in sorted(order_tallies.items()):
+            name = f"genOrder {zookeeper}, {goods_count} goods"
+            report.gen_order.append(tally.measure(name, zookeeper, goods_count))
         return report
     finally:
         for state in running:
@@ -187,7 +193,7 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
 
 
 def _seed_and_warm_up(
-    state: stack.StackState, config: BenchConfig, stack_config: StackConfig
+    state: stack_state.StackState, config: BenchConfig, stack_config: StackConfig
 ) -> dict[int, list[str]]:
     """The goods of each load, the same ids in every round (a catalogue's lock paths and lock
     rows outlive any one run, so their first use is not measured), and a short load over all
@@ -200,11 +206,13 @@ def _seed_and_warm_up(
     everything = goods[1] + goods[config.spread_goods]
     calls = reduce_calls(state.redis_url, everything, max(2 * len(everything), 64), seed=0)
     reduce_load(state, calls, config.concurrency)
+    if stack_config == StackConfig("zookeeper"):  # the order path is measured on it: warm it
+        order_load(state, everything, max(2 * len(everything), 64), config.concurrency)
     return goods
 
 
 def _pids(
-    state: stack.StackState, own: list[ServerProcess], services: tuple[str, ...]
+    state: stack_state.StackState, own: list[ServerProcess], services: tuple[str, ...]
 ) -> dict[str, int]:
     pids = {name: state.pids[name] for name in services}
     pids.update({server.name: server.pid for server in own})
@@ -213,7 +221,7 @@ def _pids(
 
 
 def _reduce_round(
-    state: stack.StackState,
+    state: stack_state.StackState,
     own: list[ServerProcess],
     config: BenchConfig,
     goods: list[str],
@@ -228,9 +236,14 @@ def _reduce_round(
 
 
 def _order_round(
-    state: stack.StackState, own: list[ServerProcess], config: BenchConfig, round_no: int
+    state: stack_state.StackState,
+    own: list[ServerProcess],
+    config: BenchConfig,
+    goods: list[str],
+    round_no: int,
 ) -> tuple[LoadResult, dict[str, float]]:
-    goods = seed_goods(state, config.spread_goods, f"o{round_no}-{uuid.uuid4().hex[:6]}-")
+    """POST /genOrder, one unit of one of `goods` each (the goods reduceStock used, stocked
+    far above any run's demand, so every order is confirmed)."""
     pids = _pids(state, own, ("stock_service", "order_service"))
     before = snapshot(pids, alone=frozenset({"load"}))
     result = order_load(state, goods, config.requests, config.concurrency)

@@ -7,100 +7,65 @@ H3 one order per Idempotency-Key: every answer of one key names the same order, 
    told both ok and refused;
 H4 fencing tokens never go backwards: per goods id, flows in commit order carry non-decreasing
    tokens, and the row's token is at least its newest flow's;
-L  liveness: an order is confirmed again within a bound after the last heal.
+H5 no answer contradicts the final state: an order answered placed ends placed (or cancelled
+   when its buyer meant it), a refusal ends FAILED, a cancel answered CANCELLED ends CANCELLED,
+   a pay answered CONFIRMED ends CONFIRMED (never paid and expired both);
+(H1, H2, H3 and H5 are in history_checks.py)
+L  liveness: an order is confirmed again within a bound after the last heal;
+S  settled by the cluster: no order PENDING the bound after the load ended, the run having
+   settled nothing itself (the cluster's own reconcilers did);
+LS lost sales, counted (not a violation): orders FAILED for an infrastructure reason (not for
+   lack of stock) whose goods still had enough stock at the end, by cause.
 A check that could not be evaluated (a database unreachable after the heal) is `unknown`.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from sqlalchemy import Engine, select
 
-from inventory.chaos.history import FAIL, OK, Op
-from inventory.check import Snapshot, check_invariants, read_snapshot
+from inventory.chaos.history import Op
+from inventory.chaos.history_checks import (
+    answered_ok_is_confirmed,
+    answers_hold,
+    one_order_per_key,
+    refused_is_failed,
+)
+from inventory.chaos.verdict import (
+    COUNTED,
+    UNKNOWN,
+    VALID,
+    VIOLATED,
+    Verdict,
+    violated_if,
+)
+from inventory.check import REFUSED, Snapshot, check_invariants, read_snapshot
+from order_service.model import RECONCILED
 from stock_service.tables import stock, stock_flow
 
-VALID, VIOLATED, UNKNOWN = "valid", "violated", "unknown"
-
-
-@dataclass
-class Verdict:
-    check: str
-    name: str
-    verdict: str
-    detail: str
-    counterexamples: list[str] = field(default_factory=list)
-
-
-def answered_ok_is_confirmed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
-    bad = sorted(
-        {
-            op.order_id or op.key
-            for op in ops
-            if op.outcome == OK
-            and (
-                snap.orders.get(op.order_id or "") != "CONFIRMED"
-                or snap.flows_by_flag.get(op.order_id or "", {}) != op.lines
-            )
-        }
-    )
-    told = len({op.key for op in ops if op.outcome == OK})
-    return Verdict(
-        "H1",
-        "every 200 is CONFIRMED with its flows",
-        _v(bad),
-        f"{told} orders answered 200; {len(bad)} not CONFIRMED with their flows",
-        bad[:20],
-    )
-
-
-def refused_is_failed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
-    bad = sorted(
-        {
-            op.order_id or op.key
-            for op in ops
-            if op.outcome == FAIL
-            and (
-                snap.orders.get(op.order_id or "") != "FAILED"
-                or snap.flows_by_flag.get(op.order_id or "")
-            )
-        }
-    )
-    told = len({op.key for op in ops if op.outcome == FAIL})
-    return Verdict(
-        "H2",
-        "every 409 insufficient_stock is FAILED without flows",
-        _v(bad),
-        f"{told} orders refused; {len(bad)} with flows or not FAILED",
-        bad[:20],
-    )
-
-
-def one_order_per_key(ops: Sequence[Op]) -> Verdict:
-    ids: dict[str, set[str]] = defaultdict(set)
-    outcomes: dict[str, set[str]] = defaultdict(set)
-    for op in ops:
-        if op.order_id:
-            ids[op.key].add(op.order_id)
-        if op.outcome in (OK, FAIL):
-            outcomes[op.key].add(op.outcome)
-    bad = sorted(k for k in ids if len(ids[k]) > 1) + sorted(
-        k for k in outcomes if len(outcomes[k]) > 1
-    )
-    doubles = len({op.key for op in ops if op.double})
-    return Verdict(
-        "H3",
-        "one order per Idempotency-Key",
-        _v(bad),
-        f"{len(ids)} keys ({doubles} submitted twice at once, "
-        f"{sum(1 for op in ops if op.attempt and not op.double)} client retries); "
-        f"{len(bad)} keys with two orders or two verdicts",
-        bad[:20],
-    )
+__all__ = [
+    "COUNTED",
+    "EXIT_CODES",
+    "UNKNOWN",
+    "VALID",
+    "VIOLATED",
+    "Settlement",
+    "Verdict",
+    "answered_ok_is_confirmed",
+    "answers_hold",
+    "check_run",
+    "fences_never_go_back",
+    "liveness",
+    "lost_sales",
+    "one_order_per_key",
+    "overall",
+    "refused_is_failed",
+    "settled_by_the_cluster",
+]
 
 
 def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
@@ -129,7 +94,7 @@ def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
     return Verdict(
         "H4",
         "fencing tokens never go backwards",
-        _v(bad),
+        violated_if(bad),
         f"{len(flows)} fenced flows on {len(newest)} goods ids; {len(bad)} out of order",
         bad[:20],
     )
@@ -151,6 +116,75 @@ def liveness(recovered_after: float | None, bound: float) -> Verdict:
     )
 
 
+@dataclass
+class Settlement:
+    """What the run saw while the cluster settled its orders (it settles nothing itself)."""
+
+    pending_at_start: int  # PENDING when the watch began, after the last heal
+    left: int  # still PENDING when the watch ended
+    seconds: float  # from the end of the load to the last settlement (or to the bound)
+    bound: float
+    reconciled: int  # orders of the run the reconcilers settled
+    # From placing to settling, over the orders the reconcilers settled: the slowest, the median
+    slowest_s: float | None = None
+    median_s: float | None = None
+    expired: int = 0  # holds left unpaid that were cancelled (by the reconcilers or a late pay)
+
+    def describe(self) -> str:
+        if self.left:
+            return f"{self.left} orders still PENDING {self.bound:.0f} s after the load"
+        took = (
+            f", {self.median_s} s from placing to settling at the median, the slowest "
+            f"{self.slowest_s} s"
+            if self.slowest_s is not None
+            else ""
+        )
+        return (
+            f"every order settled {self.seconds:.1f} s after the load "
+            f"({self.pending_at_start} were unsettled after the heal); the reconcilers settled "
+            f"{self.reconciled} orders of the run{took}; {self.expired} unpaid holds expired"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def settled_by_the_cluster(settled: Settlement) -> Verdict:
+    return Verdict(
+        "S",
+        "every order settled by the cluster",
+        VIOLATED if settled.left else VALID,
+        settled.describe() + f" (bound {settled.bound:.0f} s)",
+    )
+
+
+def lost_sales(snap: Snapshot) -> Verdict:
+    """FAILED orders that were not refused for lack of stock, whose every line's goods ended
+    with at least its quantity: sales the infrastructure lost, by the cause in their reason."""
+    causes: Counter[str] = Counter()
+    examples: list[str] = []
+    for order_id, status in snap.orders.items():
+        reason = snap.reasons.get(order_id) or ""
+        if status != "FAILED" or reason == REFUSED:
+            continue
+        lines = snap.lines.get(order_id, {})
+        if lines and all(g in snap.levels and snap.levels[g][0] >= n for g, n in lines.items()):
+            cause = reason.split(":")[0] or "none"
+            if cause == RECONCILED:  # settled by the reconciler: what it found
+                cause = f"{RECONCILED}: {reason.split(':')[1].split()[0]}"
+            causes[cause] += 1
+            examples.append(f"{order_id}: {reason[:80]}")
+    total = sum(causes.values())
+    by_cause = ", ".join(f"{c} {n}" for c, n in causes.most_common()) or "none"
+    return Verdict(
+        "LS",
+        "lost sales (infrastructure failures with stock left)",
+        COUNTED,
+        f"{total} orders failed while their stock was there; by cause: {by_cause}",
+        examples[:20],
+    )
+
+
 def check_run(
     ops: Sequence[Op],
     order_engine: Engine,
@@ -158,6 +192,7 @@ def check_run(
     prefix: str,
     initial: dict[str, int],
     liveness_verdict: Verdict,
+    settlement_verdict: Verdict | None = None,
 ) -> list[Verdict]:
     verdicts = []
     try:
@@ -172,8 +207,10 @@ def check_run(
     checks: list[Callable[[], Verdict]] = [
         lambda: answered_ok_is_confirmed(ops, snap),
         lambda: refused_is_failed(ops, snap),
+        lambda: answers_hold(ops, snap),
         lambda: one_order_per_key(ops),
         lambda: fences_never_go_back(stock_engine, prefix),
+        lambda: lost_sales(snap),
     ]
     for check in checks:
         try:
@@ -181,6 +218,8 @@ def check_run(
         except Exception as exc:
             verdicts.append(Verdict("?", check.__name__, UNKNOWN, f"{type(exc).__name__}: {exc}"))
     verdicts.append(liveness_verdict)
+    if settlement_verdict is not None:
+        verdicts.append(settlement_verdict)
     return verdicts
 
 
@@ -193,10 +232,6 @@ def overall(verdicts: Sequence[Verdict]) -> str:
 
 
 EXIT_CODES = {VALID: 0, VIOLATED: 1, UNKNOWN: 2}
-
-
-def _v(bad: Sequence[Any]) -> str:
-    return VIOLATED if bad else VALID
 
 
 def _examples(numbers: dict[str, Any]) -> list[str]:

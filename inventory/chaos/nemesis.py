@@ -15,10 +15,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from inventory.chaos import targets
-from inventory.cluster import netns, nodes, topology
+from inventory.chaos import ha_faults, targets, zookeeper_faults
+from inventory.chaos.processes import kill_replica, restart
+from inventory.chaos.zookeeper_faults import (
+    heal_zk_partition,
+    kill_reconciler_leader,
+    kill_zk_leader,
+    partition_zk,
+    restart_reconcilers,
+    restart_zk,
+    restart_zk_followers,
+    restart_zk_leader_last,
+)
+from inventory.cluster import netns, nodes, pg_ha, redis_ha, topology
 from inventory.cluster.deploy import ClusterState
-from inventory.servers import wait_until
+from inventory.local.servers import wait_until
 
 SESSION = float(topology.SERVICE_SETTINGS["ZK_SESSION_TIMEOUT"])
 ZK_ADDRESSES = [h.address for h in topology.by_role("zookeeper")]
@@ -54,7 +65,7 @@ def pause_stock_worker(state: ClusterState, rng: random.Random) -> str:
     written and not committed (found and verified by targets.pause_writer): the paused holder
     that fencing exists for. If none is caught within 3 s, a worker at random, and the report
     says so."""
-    caught = targets.pause_writer(3.0)
+    caught = targets.pause_writer(state, 3.0)
     if caught is not None:
         _paused.append(caught)
         return (
@@ -79,7 +90,7 @@ def resume_paused(state: ClusterState) -> str | None:
     notes = []
     while _paused:
         caught = _paused.pop()
-        waiting = targets.resume(caught)
+        waiting = targets.resume(state, caught)
         waited = "1 transaction was" if waiting == 1 else f"{waiting} transactions were"
         notes.append(f"{waited} waiting for its rows when it was resumed")
     while _stopped:
@@ -93,71 +104,6 @@ def kill_stock_workers(state: ClusterState, rng: random.Random) -> str:
     for pid in workers:
         _kill(pid, signal.SIGKILL)
     return f"SIGKILL to {replica}'s workers {workers} (gunicorn starts new ones)"
-
-
-def kill_replica(name: str) -> Callable[[ClusterState, random.Random], str]:
-    def inject(state: ClusterState, rng: random.Random) -> str:
-        state.proc(name).kill()
-        return f"{name} killed (SIGKILL to its whole process group)"
-
-    return inject
-
-
-def restart(name: str, ready: Callable[[], bool] | None = None) -> Callable[[ClusterState], None]:
-    def heal(state: ClusterState) -> None:
-        proc = state.proc(name)
-        if not proc.alive():
-            proc.start(Path(state.home))
-            state.save()
-        if ready is not None:
-            wait_until(ready, 60, f"{name} after restart", Path(proc.log), 0.2, alive=proc.alive)
-
-    return heal
-
-
-def kill_zk_leader(state: ClusterState, rng: random.Random) -> str:
-    leader = nodes.zk_leader()
-    if leader is None:
-        return "no ZooKeeper leader to kill"
-    _killed_zk.append(leader)
-    state.proc(leader).kill()
-    return f"ZooKeeper leader {leader} killed"
-
-
-_killed_zk: list[str] = []
-
-
-def restart_zk(state: ClusterState) -> None:
-    while _killed_zk:
-        restart(_killed_zk.pop())(state)
-    wait_until(nodes.ensemble_ready, 60, "ZooKeeper ensemble after the heal", interval=0.25)
-
-
-def partition_zk(majority: bool) -> Callable[[ClusterState, random.Random], str]:
-    """Minority: the leader alone on one side, the two followers (a quorum) on the other.
-    Majority: two members cut off from every other member, so no side has a quorum."""
-
-    def inject(state: ClusterState, rng: random.Random) -> str:
-        names = [h.name for h in topology.by_role("zookeeper")]
-        leader = nodes.zk_leader() or names[0]
-        follower = next(n for n in names if n != leader)
-        isolated = [leader, follower] if majority else [leader]
-        for name in isolated:
-            others = [topology.host(n).address for n in names if n != name]
-            netns.cut_from(_ns(name), others)
-        _partitioned.extend(isolated)
-        return f"{', '.join(isolated)} cut off from the other ZooKeeper members"
-
-    return inject
-
-
-_partitioned: list[str] = []
-
-
-def heal_zk_partition(state: ClusterState) -> None:
-    while _partitioned:
-        netns.heal(_ns(_partitioned.pop()))
-    wait_until(nodes.ensemble_ready, 60, "ZooKeeper ensemble after the heal", interval=0.25)
 
 
 def lose_packets(state: ClusterState, rng: random.Random) -> str:
@@ -224,18 +170,50 @@ FAULTS: dict[str, Fault] = {
             heal_zk_partition,
         ),
         Fault(
-            "redis-restart",
-            "Redis killed and restarted empty (every flag lost)",
-            1.0,
-            kill_replica("redis"),
-            restart("redis", nodes.redis_ready),
+            "kill-redis-primary",
+            "the Redis primary killed: the sentinels promote its replica (flags not yet "
+            "replicated are lost); restarted after 8 s, it rejoins as a replica",
+            8.0,
+            ha_faults.kill_redis_primary,
+            ha_faults.heal_redis,
         ),
         Fault(
-            "postgres-restart",
-            "PostgreSQL killed (SIGKILL, crash recovery) and restarted",
-            2.0,
-            kill_replica("pg"),
-            restart("pg", nodes.postgres_ready),
+            "kill-pg-primary",
+            "the PostgreSQL primary's host killed (Patroni and PostgreSQL): Patroni promotes "
+            "the synchronous standby; restarted after 15 s, it rejoins as the standby",
+            15.0,
+            ha_faults.kill_pg_primary,
+            ha_faults.heal_pg,
+        ),
+        Fault(
+            "cut-pg-primary-from-zk",
+            "the PostgreSQL primary cut off from the ZooKeeper ensemble, its standby still "
+            "reachable",
+            15.0,
+            ha_faults.cut_pg_primary_from_zk,
+            ha_faults.heal_pg,
+        ),
+        Fault(
+            "kill-pg-replica",
+            "the synchronous PostgreSQL standby killed; restarted after 8 s",
+            8.0,
+            ha_faults.kill_pg_replica,
+            ha_faults.heal_pg,
+        ),
+        Fault(
+            "kill-lb",
+            "the load balancer holding the shared address killed (haproxy, keepalived, its "
+            "link): the other takes the address over; restarted after 5 s",
+            5.0,
+            ha_faults.kill_lb,
+            ha_faults.heal_lb,
+        ),
+        Fault(
+            "intruder",
+            "a host with no credential, and an order replica's credentials, try to break in",
+            1.0,
+            ha_faults.intrude,
+            lambda state: None,
         ),
         Fault(
             "packet-loss",
@@ -251,14 +229,37 @@ FAULTS: dict[str, Fault] = {
             kill_replica("order1"),
             restart("order1"),
         ),
+        Fault(
+            "kill-reconciler-leader",
+            "the elected reconciler that leads killed (SIGKILL), restarted after 10 s",
+            10.0,
+            kill_reconciler_leader,
+            restart_reconcilers,
+        ),
+        Fault(
+            "zk-rolling-restart",
+            "every ZooKeeper member restarted in turn under the reconcilers and the locks",
+            2.0,
+            restart_zk_followers,
+            restart_zk_leader_last,
+        ),
     )
 }
-QUICK = ("zk-cut-stock", "pause-stock-worker", "kill-zk-leader", "redis-restart")
+QUICK = (
+    "zk-cut-stock",
+    "pause-stock-worker",
+    "kill-zk-leader",
+    "kill-redis-primary",
+    "kill-pg-primary",
+    "kill-order-replica",  # leaves orders PENDING mid-request: the reconcilers must settle them
+    "kill-reconciler-leader",
+    "intruder",
+)
 
 
 def not_available() -> dict[str, str]:
     """Faults asked for in the issue that this machine cannot make, and why."""
-    if netns.netem_available(topology.host("lb").namespace):
+    if netns.netem_available(topology.host("intruder").namespace):
         return {}
     return {
         "delay / reordering": "this kernel has no netem qdisc (`tc qdisc add ... netem` fails: "
@@ -271,13 +272,16 @@ def heal_everything(state: ClusterState) -> None:
     resume_paused(state)
     for h in topology.HOSTS:
         netns.heal(h.namespace)
-    _partitioned.clear()
-    _killed_zk.clear()
+    zookeeper_faults.forget()
+    ha_faults.forget()
     for proc in state.procs.values():
         if not proc.alive():
             proc.start(Path(state.home))
     state.save()
     wait_until(nodes.ensemble_ready, 90, "ZooKeeper ensemble", interval=0.25)
+    wait_until(pg_ha.replicated, 120, "PostgreSQL replicated", interval=0.5)
+    secrets = state.secrets
+    wait_until(lambda: redis_ha.replicated(secrets), 60, "Redis replicated", interval=0.5)
 
 
 def sleep_until(deadline: float) -> None:

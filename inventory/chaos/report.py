@@ -43,7 +43,11 @@ class WindowRow:
 
 
 def _firsts(ops: Sequence[Op], start: float, end: float) -> list[Op]:
-    return [o for o in ops if not o.double and o.attempt == 0 and start <= o.invoke < end]
+    return [
+        o
+        for o in ops
+        if o.kind == "order" and not o.double and o.attempt == 0 and start <= o.invoke < end
+    ]
 
 
 def longest_gap(ops: Sequence[Op], start: float, end: float) -> float:
@@ -74,6 +78,8 @@ def final_outcomes(ops: Sequence[Op]) -> dict[str, str]:
     """Each order's outcome: a definite answer to any of its sends, else unknown."""
     final: dict[str, str] = {}
     for o in ops:
+        if o.kind != "order":
+            continue
         if o.outcome != UNKNOWN or o.key not in final:
             final[o.key] = o.outcome if o.outcome != UNKNOWN else final.get(o.key, UNKNOWN)
     return final
@@ -157,6 +163,7 @@ def timeline(ops: Sequence[Op], windows: Sequence[Window], path: Path) -> None:
     seconds = range(int(end) + 1)
     per: dict[str, list[int]] = {k: [0] * len(seconds) for k in (OK, FAIL, UNKNOWN)}
     latency: list[list[float]] = [[] for _ in seconds]
+    ops = [o for o in ops if o.kind == "order"]  # the cancels and pays are not orders
     for o in ops:
         second = int(o.complete)
         per[o.outcome][second] += 1

@@ -1,36 +1,37 @@
 """`inventory chaos`: load on the cluster while the nemesis works through its schedule; then
-heal everything, wait, reconcile, check, and write the report.
+heal everything, wait for the cluster to settle every order by itself, check, and write the
+report.
 
 The run: a fault-free baseline, then each fault (inject, hold, heal, let it recover), the load
 going on throughout and until at least `min_orders` orders were placed. After the load, a probe
-order shows the healed cluster serves; then the run waits until every flag of its orders has
-expired (no attempt can pass the stock service's pre-filter any more), settles what faults left
-open with the reconciler, and checks.
+order shows the healed cluster serves; then the run only watches: the cluster's own elected
+reconcilers (two, on the order hosts) settle what the faults left PENDING, and the run fails if
+an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing is settled by
+the run itself.
 """
 
 from __future__ import annotations
 
 import random
+import statistics
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import httpx
+from sqlalchemy import Engine, func, select
 
-from inventory.chaos import checker, history, nemesis, report
+from inventory.chaos import checker, ha_faults, history, intruder, nemesis, report
 from inventory.chaos.workload import Workload, make_goods
-from inventory.cluster import deploy, topology
-from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
-from order_service.store import OrderStore
-from shared.db import make_engine
+from inventory.cluster import deploy, pg_ha, topology
+from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
+from order_service.tables import order_details, orders
+from shared.db import make_engine, utcnow
 
 EXPECTED_RATE = 60  # orders/s this cluster took on this machine under the chaos load
-FLAG_TTL = float(topology.SERVICE_SETTINGS["FLAG_TTL"])
 
 
 class ChaosError(RuntimeError):
@@ -45,6 +46,7 @@ class ChaosConfig:
     recover: float = 8.0  # after each heal, before the next fault
     threads: int = 16
     liveness_bound: float = 60.0
+    settle_bound: float = topology.SETTLE_BOUND
     settings: dict[str, str] = field(default_factory=dict)  # LOCK_BACKEND, FENCING for the run
     seed: int = 1
     folder: Path = Path("chaos-report")
@@ -85,8 +87,10 @@ def _run(
     ) as client:
         for goods_id, level in goods.levels.items():
             client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
-    lb = topology.host("lb").address
-    load = Workload(lb, topology.LB_ORDER_PORT, goods, threads=config.threads, seed=config.seed)
+    load = Workload(
+        topology.VIP, topology.LB_ORDER_PORT, goods, threads=config.threads, seed=config.seed
+    )
+    ha_faults.attempts.clear()
     started = time.monotonic()
     load.start(started)
     say(
@@ -119,16 +123,16 @@ def _run(
     if recovered is None:  # nothing confirmed after the last heal under load: ask once more
         probe = _probe(goods.prefix, config.liveness_bound, state.admin_headers())
         recovered = None if probe is None else load.now() - last_heal
-    last_invoke = max((op.invoke for op in load.ops), default=0.0)
-    wait = started + last_invoke + FLAG_TTL + 2 - time.monotonic()
-    if wait > 0:
-        say(f"waiting {wait:.0f} s for the flags of the last orders to expire, then reconciling")
-        time.sleep(wait)
-    settled = _reconcile()
-    say(f"reconciled: {settled}")
-    order_engine = make_engine(topology.ORDER_DATABASE_URL)
-    stock_engine = make_engine(topology.STOCK_DATABASE_URL)
+    # The checker reads as the operator: the superuser, on the primary, from the bridge.
+    order_engine = make_engine(pg_ha.operator_url("orders", state.secrets))
+    stock_engine = make_engine(pg_ha.operator_url("stock", state.secrets))
     try:
+        say(
+            f"{load.now():6.1f} s  waiting for the cluster's reconcilers to settle every order "
+            f"(bound {config.settle_bound:.0f} s after the load)"
+        )
+        settled = wait_for_settlement(order_engine, goods.prefix, started + stopped, config)
+        say(f"{load.now():6.1f} s  {settled.describe()}")
         verdicts = checker.check_run(
             load.ops,
             order_engine,
@@ -136,7 +140,10 @@ def _run(
             goods.prefix,
             goods.levels,
             checker.liveness(recovered, config.liveness_bound),
+            checker.settled_by_the_cluster(settled),
         )
+        if "intruder" in config.faults:
+            verdicts.append(intruder.verdict(ha_faults.attempts))
     finally:
         order_engine.dispose()
         stock_engine.dispose()
@@ -148,10 +155,13 @@ def _run(
         "confirmed": sum(1 for o in report.final_outcomes(load.ops).values() if o == "ok"),
         "load_seconds": round(stopped, 1),
         "goods_prefix": goods.prefix,
-        "settings": state.settings,
-        "reconciled": settled,
+        # The replicas' settings, the admin token left out: a report is meant to be shared.
+        "settings": {k: v for k, v in state.settings.items() if k != "ADMIN_TOKEN"},
+        "settlement": settled.as_json(),
         "not_available": nemesis.not_available(),
     }
+    if "intruder" in config.faults:
+        summary["intruder"] = intruder.summary(ha_faults.attempts)
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
     report.write(config.folder, summary, table, verdicts, windows, load.ops)
@@ -180,25 +190,58 @@ def _probe(prefix: str, bound: float, admin: dict[str, str]) -> float | None:
     return None
 
 
-def _reconcile() -> dict[str, int]:
-    """Passes of the reconciler until every order it looked at could be checked."""
-    store = OrderStore(make_engine(topology.ORDER_DATABASE_URL))
-    stock = StockClient(topology.STOCK_URL, 5, 0, 60, 0)
-    try:
-        for _ in range(5):
-            done = reconcile(
-                store, stock, timedelta(0), timedelta(days=1), timedelta(seconds=FLAG_TTL)
+def pending_count(engine: Engine, prefix: str) -> int:
+    """Orders with a line of this run's goods that the cluster has yet to settle: PENDING,
+    CANCELLING, or holds past their deadline."""
+    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    unsettled = orders.c.status.in_((PENDING, CANCELLING)) | (
+        (orders.c.status == AWAITING_PAYMENT) & (orders.c.pay_deadline <= utcnow())
+    )
+    with engine.connect() as conn:
+        return int(
+            conn.execute(
+                select(func.count()).select_from(orders).where(unsettled, orders.c.id.in_(mine))
+            ).scalar_one()
+        )
+
+
+def reconciled_times(engine: Engine, prefix: str) -> list[float]:
+    """Seconds from placing to settling, for each order of this run the reconcilers settled
+    (their reason says so)."""
+    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    with engine.connect() as conn:
+        rows = conn.execute(
+            select(orders.c.created_at, orders.c.updated_at).where(
+                orders.c.reason.like(f"{RECONCILED}:%"), orders.c.id.in_(mine)
             )
-            if not done.unreachable:
-                break
-            time.sleep(2)
-        return {
-            "examined": done.examined,
-            "confirmed": len(done.confirmed),
-            "failed": len(done.failed),
-            "mismatched": len(done.mismatched),
-            "unreachable": done.unreachable,
-        }
-    finally:
-        stock.close()
-        store.engine.dispose()
+        )
+        return sorted((r.updated_at - r.created_at).total_seconds() for r in rows)
+
+
+def wait_for_settlement(
+    engine: Engine, prefix: str, load_ended: float, config: ChaosConfig
+) -> checker.Settlement:
+    """Watch (never act) until no order of the run is PENDING, or the bound after the load."""
+    deadline = load_ended + config.settle_bound
+    pending_at_end = left = pending_count(engine, prefix)
+    while left and time.monotonic() < deadline:
+        time.sleep(1.0)
+        left = pending_count(engine, prefix)
+    times = reconciled_times(engine, prefix)
+    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    with engine.connect() as conn:
+        expired = conn.execute(
+            select(func.count())
+            .select_from(orders)
+            .where(orders.c.reason.like(f"{HOLD_EXPIRED}%"), orders.c.id.in_(mine))
+        ).scalar_one()
+    return checker.Settlement(
+        pending_at_start=pending_at_end,
+        left=left,
+        seconds=round(time.monotonic() - load_ended, 1),
+        bound=config.settle_bound,
+        reconciled=len(times),
+        slowest_s=round(times[-1], 1) if times else None,
+        median_s=round(statistics.median(times), 1) if times else None,
+        expired=int(expired),
+    )

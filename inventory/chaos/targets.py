@@ -2,9 +2,10 @@
 
 A write transaction lasts a few milliseconds, so the search is built to stop a writer before it
 commits, and then to check that it did:
-- pg_stat_activity names every connection whose transaction has written (it has an xid);
-- the process owning that connection's port is looked up in a table made beforehand with `ss`
-  in each replica's namespace (an `ip netns exec` per lookup took longer than the transaction);
+- pg_stat_activity names every connection whose transaction has written (it has an xid), and
+  its application_name says which process opened it (`stock pid <pid>`, shared/db.py): the
+  client address would be the load balancer's, the stock service reaching PostgreSQL through
+  haproxy;
 - SIGSTOP at once; then pgrowlocks (PostgreSQL's contrib extension) says which stock rows the
   stopped backend holds. No row held: it committed before the signal landed, so SIGCONT and try
   again. A row of a hot goods id is preferred, since other buyers are sure to need it during the
@@ -15,17 +16,17 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import signal
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from inventory.cluster import netns, nodes, topology
+from inventory.cluster import pg_ha, topology
+from inventory.cluster.deploy import ClusterState
 
 WRITERS = (
-    "SELECT pid, host(client_addr), client_port FROM pg_stat_activity "
-    "WHERE datname = 'stock' AND backend_xid IS NOT NULL AND client_addr IS NOT NULL"
+    "SELECT pid, application_name FROM pg_stat_activity "
+    "WHERE datname = 'stock' AND backend_xid IS NOT NULL AND application_name LIKE 'stock pid %'"
 )
 ROWS_HELD = (
     "SELECT s.goods_id FROM pgrowlocks('stock') AS r JOIN stock AS s ON s.ctid = r.locked_row "
@@ -48,25 +49,26 @@ class Paused:
     attempts: int  # signals sent until one landed inside the transaction
 
 
-def pause_writer(within: float) -> Paused | None:
+def pause_writer(state: ClusterState, within: float) -> Paused | None:
     """SIGSTOP a stock worker inside its write transaction, verified; None if none was caught
     within `within` seconds (the worker is then running: every miss got its SIGCONT)."""
     import psycopg
 
     started = time.monotonic()
     deadline = started + within
-    owners = _socket_owners()
+    owners = _workers(state)
     attempts = 0
-    with psycopg.connect(nodes.libpq("stock"), autocommit=True) as conn:
+    with psycopg.connect(pg_ha.libpq("stock", state.secrets), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pgrowlocks")
         while time.monotonic() < deadline:
             any_row = time.monotonic() > started + within / 2
-            for backend, address, port in conn.execute(WRITERS).fetchall():
-                owner = owners.get((address, port))
-                if owner is None:
-                    owners = _socket_owners()  # a connection opened since: look again
-                    continue
-                replica, pid = owner
+            for backend, application in conn.execute(WRITERS).fetchall():
+                pid = int(application.rsplit(" ", 1)[1])
+                if pid not in owners:
+                    owners = _workers(state)  # a worker started since: look again
+                    if pid not in owners:
+                        continue
+                replica = owners[pid]
                 attempts += 1
                 _signal(pid, signal.SIGSTOP)
                 rows = _rows_held(conn, backend, pid)
@@ -77,12 +79,15 @@ def pause_writer(within: float) -> Paused | None:
     return None
 
 
-def resume(paused: Paused) -> int:
+def resume(state: ClusterState, paused: Paused) -> int:
     """SIGCONT; returns how many other transactions were waiting for its rows just before."""
     import psycopg
 
     blocked = 0
-    with contextlib.suppress(psycopg.Error), psycopg.connect(nodes.libpq("stock")) as conn:
+    with (
+        contextlib.suppress(psycopg.Error),
+        psycopg.connect(pg_ha.libpq("stock", state.secrets)) as conn,
+    ):
         blocked = int(conn.execute(BLOCKED_BEHIND, (paused.backend,)).fetchone()[0])  # type: ignore[index]
     _signal(paused.pid, signal.SIGCONT)
     return blocked
@@ -112,20 +117,9 @@ def _stopped(pid: int) -> bool:
         return True  # gone: nothing more will run
 
 
-def _socket_owners() -> dict[tuple[str, int], tuple[str, int]]:
-    """(stock replica address, local port) of each database connection -> (replica, pid)."""
-    owners = {}
-    for host in topology.by_role("stock"):
-        out = netns.run(
-            ["ip", "netns", "exec", host.namespace, "ss", "-tnpH", f"dport = :{topology.PG_PORT}"],
-            check=False,
-        ).stdout
-        for line in out.splitlines():
-            local = re.search(r"\s(\d+\.\d+\.\d+\.\d+):(\d+)\s", line)
-            found = re.search(r"pid=(\d+)", line)
-            if local and found:
-                owners[(local.group(1), int(local.group(2)))] = (host.name, int(found.group(1)))
-    return owners
+def _workers(state: ClusterState) -> dict[int, str]:
+    """pid of each stock worker -> its replica."""
+    return {pid: h.name for h in topology.by_role("stock") for pid in state.proc(h.name).workers()}
 
 
 def _signal(pid: int, sig: int) -> None:

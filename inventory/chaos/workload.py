@@ -2,7 +2,9 @@
 
 Orders mix a few hot goods ids (demand far above supply: they sell out) with many others,
 one to three lines each; some are submitted twice at once under one Idempotency-Key, and every
-answer that is not definite is retried under the same key, as a careful client would. The
+answer that is not definite is retried under the same key, as a careful client would. Some are
+cancelled (half at once, racing their own genOrder, half once placed), some are holds (paid, or
+left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. The
 client is stdlib http.client, one connection per thread: it shares two cores with the cluster.
 """
 
@@ -15,6 +17,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from inventory.chaos import after_sale
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)  # after an unknown outcome, under the same Idempotency-Key
@@ -49,6 +52,8 @@ class Workload:
     threads: int = 16
     hot_share: float = 0.3  # share of lines on a hot goods id
     double_share: float = 0.08  # share of orders submitted twice at once
+    cancel_share: float = 0.08  # share of orders cancelled: half at once, half once placed
+    hold_share: float = 0.1  # share of orders that are holds: two thirds paid, the rest expire
     timeout: float = 40.0
     seed: int = 1
     ops: list[Op] = field(default_factory=list)
@@ -91,31 +96,57 @@ class Workload:
             lines = self._order(rng)
             with self._lock:
                 self.orders += 1
-            double = None
+            intent = after_sale.intent(rng, self.cancel_share, self.hold_share)
+            body = after_sale.order_body(key, lines, intent)
+            side = []
             if rng.random() < self.double_share:
-                double = threading.Thread(target=self._double, args=(key, lines), daemon=True)
-                double.start()
-            self._until_known(conn, key, lines)
-            if double is not None:
-                double.join()
+                side.append(threading.Thread(target=self._double, args=(key, lines, body, intent)))
+            if intent == "cancel-at-once":
+                side.append(threading.Thread(target=self._cancel_at_once, args=(key, lines)))
+            for thread in side:
+                thread.start()
+            last = self._until_known(conn, key, lines, body, intent)
+            for thread in side:
+                thread.join()
+            if last is not None and last.outcome == OK and intent in ("cancel", "pay"):
+                self._record(after_sale.act(conn, self, key, lines, intent, last.order_id))
 
-    def _double(self, key: str, lines: dict[str, int]) -> None:
+    def _double(self, key: str, lines: dict[str, int], body: bytes, intent: str) -> None:
         conn = self._connect()
         try:
-            self._record(self._send(conn, key, lines, attempt=1, double=True))
+            op = self._send(conn, key, lines, body, attempt=1, double=True)
+            op.intent = intent
+            self._record(op)
+        finally:
+            conn.close()
+
+    def _cancel_at_once(self, key: str, lines: dict[str, int]) -> None:
+        conn = self._connect()
+        try:
+            op = after_sale.cancel_by_key(conn, self, key, lines)
+            if op is not None:
+                self._record(op)
         finally:
             conn.close()
 
     def _until_known(
-        self, conn: http.client.HTTPConnection, key: str, lines: dict[str, int]
-    ) -> None:
+        self,
+        conn: http.client.HTTPConnection,
+        key: str,
+        lines: dict[str, int],
+        body: bytes,
+        intent: str,
+    ) -> Op | None:
+        op = None
         for attempt in range(len(RETRY_DELAYS) + 1):
-            op = self._send(conn, key, lines, attempt=attempt * 2, double=False)
+            op = self._send(conn, key, lines, body, attempt=attempt * 2, double=False)
+            op.intent = intent
             self._record(op)
             if op.outcome != UNKNOWN or op.order_status == "FAILED" or self._stop.is_set():
-                return
+                return op
             if attempt < len(RETRY_DELAYS):
                 time.sleep(RETRY_DELAYS[attempt])
+        return op
 
     def _connect(self) -> http.client.HTTPConnection:
         return http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
@@ -125,11 +156,10 @@ class Workload:
         conn: http.client.HTTPConnection,
         key: str,
         lines: dict[str, int],
+        body: bytes,
         attempt: int,
         double: bool,
     ) -> Op:
-        items = [{"goodsId": g, "num": n} for g, n in lines.items()]
-        body = json.dumps({"userId": key.split("-")[-2], "items": items}).encode()
         headers = {"Content-Type": "application/json", "Idempotency-Key": key}
         op = Op(key, attempt, double, lines, self.now(), 0.0)
         try:

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from inventory.cli.errors import UsageError
 from inventory.cli.parser import SCENARIO_NAMES, build_parser
+from inventory.local.databases import DatabaseProblem
 
 __all__ = ["SCENARIO_NAMES", "UsageError", "build_parser", "main"]
 
@@ -44,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Terminated:
         err.print("terminated; what this command started is stopped")
         return 143
-    except UsageError as exc:
+    except (UsageError, DatabaseProblem) as exc:  # what the user can fix: one line, exit 2
         err.print(f"[red]inventory {args.command}: {exc}", highlight=False, soft_wrap=True)
         return 2
     except Exception as exc:  # a clear line for the user, not a traceback
@@ -61,7 +62,7 @@ def known_failure(exc: Exception) -> str | None:
     import httpx
     import sqlalchemy.exc
 
-    from inventory.servers import ServerError
+    from inventory.local.servers import ServerError
 
     if isinstance(exc, ServerError):
         return str(exc)

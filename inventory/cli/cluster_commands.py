@@ -1,4 +1,4 @@
-"""The commands of the multi-node cluster: cluster up | down | status, and chaos."""
+"""The commands of the multi-node cluster: cluster up | down | status | configs, and chaos."""
 
 from __future__ import annotations
 
@@ -16,8 +16,15 @@ console = Console()
 
 def cmd_cluster(args: argparse.Namespace) -> int:
     from inventory.cluster import deploy, netns
-    from inventory.servers import ServerError
+    from inventory.cluster.status import status as cluster_status
+    from inventory.local.servers import ServerError
 
+    if args.action == "configs":
+        from inventory.cluster import examples
+
+        for path in examples.write(Path(args.into)):
+            console.print(str(path))
+        return 0
     try:
         if args.action == "up":
             settings = {
@@ -25,7 +32,7 @@ def cmd_cluster(args: argparse.Namespace) -> int:
                 "FENCING": None if args.fencing is None else str(args.fencing).lower(),
             }
             started = deploy.up(args.workers, args.threads, settings, say=console.print)
-            print_cluster(started.status(), as_json=False)
+            print_cluster(cluster_status(started), as_json=False)
             return 0
         if args.action == "down":
             deploy.down(say=console.print)
@@ -39,28 +46,34 @@ def cmd_cluster(args: argparse.Namespace) -> int:
         else:
             console.print("no cluster running (start one with: inventory cluster up)")
         return 1
-    status = state.status()
+    status = cluster_status(state)
     print_cluster(status, as_json=args.json)
-    return 0 if all(h["running"] for h in status["hosts"]) else 1
+    running = [h["running"] for h in status["hosts"]] + [
+        r["running"] for r in status["reconcilers"]
+    ]
+    return 0 if all(running) else 1
 
 
 def print_cluster(status: dict[str, object], as_json: bool) -> None:
     if as_json:
         print(json.dumps(status, indent=2))
         return
-    table = Table("host", "address", "role", "pid", "workers", "running", title="cluster")
+    table = Table("host", "address", "role now", "programs (pid)", "running", title="cluster")
     for h in status["hosts"]:  # type: ignore[attr-defined]
         table.add_row(
             h["name"],
             h["address"],
             h["role"],
-            str(h["pid"]),
-            " ".join(map(str, h["workers"])),
+            " ".join(f"{name} ({pid})" for name, pid in h["programs"].items()),
             "yes" if h["running"] else "NO",
         )
     console.print(table)
-    for key in ("order_url", "stock_url", "order_database_url", "stock_database_url"):
-        console.print(f"{key:20} {status[key]}")
+    for r in status.get("reconcilers", []):  # type: ignore[attr-defined]
+        role = "leads" if r["leader"] else "stands by"
+        running = "running" if r["running"] else "NOT RUNNING"
+        console.print(f"reconciler {r['name']} on {r['host']}: {running}, {role}")
+    for key in ("order_url", "stock_url", "database", "redis", "secrets_file"):
+        console.print(f"{key:14} {status[key]}")
 
 
 def cmd_chaos(args: argparse.Namespace) -> int:

@@ -51,6 +51,20 @@ def at_least(minimum: int) -> Callable[[str], int]:
     return parse
 
 
+def between(minimum: int, maximum: int, why: str) -> Callable[[str], int]:
+    """A whole number in [minimum, maximum]; `why` says what the upper bound protects."""
+    lower = at_least(minimum)
+
+    def parse(text: str) -> int:
+        value = lower(text)
+        if value > maximum:
+            raise argparse.ArgumentTypeError(f"must be at most {maximum}, not {value} ({why})")
+        return value
+
+    parse.__name__ = f"whole number {minimum}-{maximum}"
+    return parse
+
+
 def _number(text: str) -> float:
     try:
         return float(text)

@@ -7,13 +7,14 @@ import argparse
 import json
 import os
 import re
-from typing import Any
 
 import httpx
 from rich.console import Console
 
-from inventory import homes, stack
 from inventory.cli.errors import UsageError
+from inventory.cli.status_command import no_stack, print_status
+from inventory.local import homes, stack, stack_state
+from inventory.local.databases import VARIABLES, existing_database, migrate_command, usable_url
 from shared.schemas import IDENTIFIER_PATTERN
 from shared.settings import Settings
 
@@ -31,7 +32,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         )
     except stack.SettingsError as exc:
         raise UsageError(str(exc)) from exc
-    print_status(state, as_json=False)
+    print_status(state)
     return 0
 
 
@@ -43,50 +44,6 @@ def cmd_down(args: argparse.Namespace) -> int:
             f"stopped {len(leftover.pids)} processes left behind in {leftover.home}, and removed it"
         )
     return 0
-
-
-def cmd_status(args: argparse.Namespace) -> int:
-    state = stack.load_state()
-    leftovers = homes.left_behind()
-    if args.json:
-        data: dict[str, Any] = state.as_json() if state else {"running": False}
-        data["left_behind"] = [{"home": str(x.home), "pids": x.pids} for x in leftovers]
-        print(json.dumps(data, indent=2))
-    elif state is None:
-        console.print("no stack running (start one with: inventory up)")
-    else:
-        print_status(state, as_json=False)
-    if leftovers and not args.json:
-        for leftover in leftovers:
-            console.print(
-                f"[yellow]left behind by a run that was killed: {leftover.home} "
-                f"({len(leftover.pids)} processes still running)"
-            )
-        console.print("[yellow]`inventory down` stops them and removes their folders")
-    return 0 if state is not None and stack.is_running(state) else 1
-
-
-def print_status(state: stack.StackState, as_json: bool) -> None:
-    data = state.as_json()
-    if as_json:
-        print(json.dumps(data, indent=2))
-        return
-    console.print(f"order service   {state.order_url}")
-    console.print(f"stock service   {state.stock_url}")
-    console.print(f"zookeeper       {state.zk_hosts}")
-    console.print(f"redis           {state.redis_url}")
-    if state.etcd_endpoints:
-        console.print(f"etcd            {state.etcd_endpoints}")
-    if state.redlock_urls:
-        console.print(f"redlock         {state.redlock_urls}")
-    if state.prometheus_url:
-        console.print(f"prometheus      {state.prometheus_url}  (scraping both services)")
-    console.print(f"order database  {state.order_database_url}")
-    console.print(f"stock database  {state.stock_database_url}")
-    console.print(f"lock            {state.lock_backend} / {state.lock_scope}")
-    console.print(f"gunicorn        --workers {state.workers} --threads {state.threads}")
-    running = ", ".join(f"{n}={'up' if alive else 'DOWN'}" for n, alive in data["running"].items())
-    console.print(f"processes       {running or '(none started by inventory up)'}")
 
 
 def parse_seed(pair: str) -> tuple[str, int]:
@@ -104,7 +61,7 @@ def parse_seed(pair: str) -> tuple[str, int]:
 
 
 def cmd_seed(args: argparse.Namespace) -> int:
-    from inventory.client import StackClient
+    from inventory.local.client import StackClient
 
     levels = [parse_seed(pair) for pair in args.levels]  # all checked before any is set
     state = require_stack()
@@ -129,7 +86,7 @@ def server_message(response: httpx.Response) -> str:
         return f"HTTP {response.status_code}"
 
 
-def database_urls(state: stack.StackState | None) -> dict[str, str]:
+def database_urls(state: stack_state.StackState | None) -> dict[str, str]:
     """ORDER_/STOCK_DATABASE_URL, else the running stack's; a user mistake if neither."""
     urls = {}
     for history, variable in (("order", "ORDER_DATABASE_URL"), ("stock", "STOCK_DATABASE_URL")):
@@ -147,7 +104,10 @@ def database_urls(state: stack.StackState | None) -> dict[str, str]:
 def cmd_migrate(args: argparse.Namespace) -> int:
     import migrations
 
-    for history, url in database_urls(stack.load_state()).items():
+    urls = database_urls(stack_state.load_state())
+    for history, url in urls.items():  # all checked before any is migrated
+        usable_url(url, VARIABLES[history] if os.environ.get(VARIABLES[history]) else history)
+    for history, url in urls.items():
         migrations.upgrade(url, history)
         console.print(f"{history} database at head: {url}")
     return 0
@@ -156,29 +116,43 @@ def cmd_migrate(args: argparse.Namespace) -> int:
 def cmd_check(args: argparse.Namespace) -> int:
     from inventory.check import print_results, results_json, run_check
 
-    state = stack.load_state()
-    order_url = (
-        args.order_db
-        or os.environ.get("ORDER_DATABASE_URL")
-        or (state.order_database_url if state else None)
-    )
-    stock_url = (
-        args.stock_db
-        or os.environ.get("STOCK_DATABASE_URL")
-        or (state.stock_database_url if state else None)
-    )
+    state = stack_state.load_state()
+    order_url, order_source = check_url(args.order_db, "order", state)
+    stock_url, stock_source = check_url(args.stock_db, "stock", state)
     if not order_url or not stock_url:
         raise UsageError(
             "no databases: give --order-db and --stock-db, set ORDER_DATABASE_URL and "
             "STOCK_DATABASE_URL, or run `inventory up`"
         )
     initial = dict(parse_seed(pair) for pair in args.initial or [])
-    results = run_check(order_url, stock_url, goods_prefix=args.goods_prefix, initial=initial)
+    fix = migrate_command({"order": order_url, "stock": stock_url})
+    existing_database(order_url, order_source, fix)  # before an engine creates an empty file
+    existing_database(stock_url, stock_source, fix)
+    results = run_check(
+        order_url,
+        stock_url,
+        goods_prefix=args.goods_prefix,
+        initial=initial,
+        sources=(order_source, stock_source),
+    )
     if args.json:
         print(json.dumps(results_json(results), indent=2))
     else:
         print_results(results, console)
     return 0 if all(r.ok for r in results) else 1
+
+
+def check_url(
+    given: str | None, history: str, state: stack_state.StackState | None
+) -> tuple[str | None, str]:
+    """The URL `check` reads `history` from, and where it came from (for its errors)."""
+    variable = VARIABLES[history]
+    if given:
+        return given, f"--{history}-db"
+    if os.environ.get(variable):
+        return os.environ[variable], variable
+    url = getattr(state, f"{history}_database_url") if state else None
+    return url, str(stack_state.home_dir() / stack_state.STATE_FILE)
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
@@ -189,7 +163,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from order_service.store import OrderStore
     from shared.db import make_engine
 
-    state = stack.load_state()
+    state = stack_state.load_state()
     if state is None and not (
         os.environ.get("ORDER_DATABASE_URL") and os.environ.get("STOCK_SERVICE_URL")
     ):
@@ -199,23 +173,25 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         )
     env = {**(state.env() if state else {}), **os.environ}
     settings = Settings.from_env(env)
+    usable_url(settings.order_database_url, "ORDER_DATABASE_URL")
     store = OrderStore(make_engine(settings.order_database_url))
-    stock_client = StockClient(settings.stock_service_url, settings.stock_call_timeout, 0, 60, 0)
+    stock_client = StockClient(
+        settings.stock_service_url,
+        settings.stock_call_timeout,
+        0,
+        60,
+        0,
+        token=settings.stock_service_token,
+    )
     try:
-        report = reconcile(
-            store,
-            stock_client,
-            timedelta(seconds=args.older_than),
-            timedelta(hours=args.horizon_hours),
-            timedelta(seconds=settings.flag_ttl),
-        )
+        report = reconcile(store, stock_client, timedelta(seconds=args.older_than))
     finally:
         stock_client.close()
         store.engine.dispose()
     console.print(
-        f"examined {report.examined} PENDING/FAILED orders: "
-        f"{len(report.confirmed)} confirmed (deducted late), "
-        f"{len(report.failed)} failed (flag expired, no flow), "
+        f"examined {report.examined} PENDING orders in {report.pages} page(s): "
+        f"{len(report.confirmed)} confirmed (the stock database has their deduction), "
+        f"{len(report.failed)} failed (their flags voided: nothing deducted, nothing will be), "
         f"{len(report.mismatched)} with flows that differ from their lines, "
         f"{report.unreachable} not checked (stock service unreachable)"
     )
@@ -229,7 +205,7 @@ def cmd_reconciler(args: argparse.Namespace) -> int:
     from order_service.reconciler_service import serve
     from shared.logs import configure_logging
 
-    state = stack.load_state()
+    state = stack_state.load_state()
     env = {**(state.env() if state else {}), **os.environ}
     settings = Settings.from_env(env)
     configure_logging(settings.log_level)
@@ -238,8 +214,8 @@ def cmd_reconciler(args: argparse.Namespace) -> int:
     return 0
 
 
-def require_stack() -> stack.StackState:
-    state = stack.load_state()
-    if state is None or not stack.is_running(state):
-        raise UsageError("no stack running: start one with `inventory up`")
+def require_stack() -> stack_state.StackState:
+    state = stack_state.load_state()
+    if state is None or not stack_state.is_running(state):
+        raise UsageError(no_stack(state))
     return state

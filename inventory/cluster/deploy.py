@@ -1,16 +1,17 @@
-"""`inventory cluster up | down | status`: the cluster's hosts and programs, and its state file.
+"""`inventory cluster up | down`: the cluster's hosts and programs, and its state file.
 
 Everything lives under one folder (INVENTORY_CLUSTER_HOME, default /tmp/invc-cluster; not the
 checkout, because PostgreSQL runs as the postgres user, which must be able to reach its data).
-`down` does not trust the state file: it kills whatever runs in a namespace with the cluster's
-prefix and deletes those namespaces and links, so it also cleans up after a crashed `up`.
+The credentials made at `up` are in its secrets file (0600, secrets.py); the state file names
+programs, never passwords. `down` does not trust the state file: it kills whatever runs in a
+namespace with the cluster's prefix and deletes those namespaces and links, so it also cleans
+up after a crashed `up`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import secrets
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
@@ -21,14 +22,20 @@ from typing import Any
 import httpx
 
 import migrations
-from inventory.cluster import netns, nodes, topology
+from inventory.cluster import balancers, netns, nodes, pg_ha, redis_ha, tls, topology, zk_acl
 from inventory.cluster.nodes import Proc
-from inventory.servers import wait_until
+from inventory.cluster.secrets import Secrets
+from inventory.local.servers import wait_until
 from shared.settings import Settings
 
 STATE_FILE = "cluster.json"
 # What the replicas may be started with from the caller's environment (the rest is fixed).
 PASSED_SETTINGS = ("LOCK_BACKEND", "LOCK_SCOPE", "FENCING", "DEDUCT_BATCH_MAX")
+TOOLS = {
+    "keepalived": "keepalived",
+    "redis-sentinel": "redis-sentinel",
+    "redis-server": "redis-server",
+}
 
 
 def home_dir() -> Path:
@@ -44,49 +51,22 @@ class ClusterState:
     threads: int = 8
 
     def save(self) -> None:
-        data = asdict(self)
         path = Path(self.home, STATE_FILE)
-        path.touch(mode=0o600)  # it holds the admin token: readable by its owner only
-        path.chmod(0o600)
-        path.write_text(json.dumps(data, indent=2))
+        path.write_text(json.dumps(asdict(self), indent=2))
+
+    @property
+    def secrets(self) -> Secrets:
+        return Secrets.load(Path(self.home))
 
     def admin_headers(self) -> dict[str, str]:
         """What a client sends to the replicas' admin routes (PUT /stock, /faults)."""
-        return {"Authorization": f"Bearer {self.settings.get('ADMIN_TOKEN', '')}"}
+        return {"Authorization": f"Bearer {self.secrets.admin_token}"}
 
     def proc(self, name: str) -> Proc:
         return self.procs[name]
 
-    def status(self) -> dict[str, Any]:
-        modes = nodes.zk_modes()
-        hosts = []
-        for h in topology.HOSTS:
-            proc = self.procs.get(h.name)
-            role = h.role
-            if h.role == "zookeeper":
-                role = f"zookeeper {modes.get(h.name) or 'down'}"
-            hosts.append(
-                {
-                    "name": h.name,
-                    "namespace": h.namespace,
-                    "address": h.address,
-                    "role": role,
-                    "pid": proc.pid if proc else None,
-                    "workers": proc.workers() if proc and h.role in ("stock", "order") else [],
-                    "running": bool(proc and proc.alive()),
-                }
-            )
-        return {
-            "home": self.home,
-            "order_url": topology.ORDER_URL,
-            "stock_url": topology.STOCK_URL,
-            "zk_hosts": topology.ZK_HOSTS,
-            "redis_url": topology.REDIS_URL,
-            "order_database_url": topology.ORDER_DATABASE_URL,
-            "stock_database_url": topology.STOCK_DATABASE_URL,
-            "settings": self.settings,
-            "hosts": hosts,
-        }
+    def on_host(self, host: str) -> list[Proc]:
+        return [p for p in self.procs.values() if p.host == host]
 
 
 def load_state(home: Path | None = None) -> ClusterState | None:
@@ -98,19 +78,26 @@ def load_state(home: Path | None = None) -> ClusterState | None:
     return ClusterState(**data)
 
 
+def require_tools() -> None:
+    netns.require_root()
+    pg_ha.require_patroni()
+    missing = [tool for tool in TOOLS if not shutil.which(tool)]
+    if missing:
+        raise netns.NetworkError(
+            f"missing {', '.join(missing)}: apt-get install "
+            + " ".join(sorted({TOOLS[m] for m in missing}))
+        )
+
+
 def up(
     workers: int = 2,
     threads: int = 8,
     settings: dict[str, str] | None = None,
     say: Any = print,
 ) -> ClusterState:
-    netns.require_root()
+    require_tools()
     home = home_dir()
     overrides = {k: v for k, v in (settings or {}).items() if v is not None}
-    # The replicas' admin token: the environment's, or one made for this cluster.
-    overrides.setdefault("ADMIN_TOKEN", os.environ.get("ADMIN_TOKEN") or secrets.token_urlsafe(24))
-    env = {**nodes.service_env(overrides)}
-    Settings.from_env(env)  # what the replicas would refuse, refused before anything starts
     existing = load_state(home)
     if existing and all(p.alive() for p in existing.procs.values()):
         say(f"cluster already running (state in {home / STATE_FILE})")
@@ -120,39 +107,81 @@ def up(
         down(say=lambda *_: None)
     home.mkdir(parents=True, exist_ok=True)
     home.chmod(0o755)  # the postgres user reaches its data folder through it
+    secrets = Secrets()
+    secrets.tls_ca = str(tls.make_for_postgres(home) / tls.CA)
+    tls.make_for_redis(home)
+    for role in ("stock", "order", "reconciler"):  # what a replica would refuse, refused now
+        Settings.from_env({**nodes.base_env(overrides), **secrets.env_for(role)})
+    say(f"credentials in {secrets.save(home)} (0600)")
     state = ClusterState(str(home), settings=overrides, workers=workers, threads=threads)
     state.save()
     try:
-        netns.make_bridge()
-        for h in topology.HOSTS:
-            netns.make_host(h.namespace, h.address)
-        say(f"{len(topology.HOSTS)} hosts on {netns.BRIDGE} ({netns.SUBNET}.0/24)")
-        backing = [nodes.zookeeper(zk, home) for zk in topology.by_role("zookeeper")]
-        backing += [nodes.redis(home), nodes.postgres(home)]
-        for proc in backing:
-            start(state, proc)
-        wait_until(
-            nodes.ensemble_ready,
-            90,
-            "ZooKeeper ensemble",
-            Path(backing[0].log),
-            0.25,
-            alive=lambda: all(p.alive() for p in backing[:3]),
-        )
-        wait_until(nodes.redis_ready, 20, "Redis", Path(state.proc("redis").log))
-        wait_until(nodes.postgres_ready, 30, "PostgreSQL", Path(state.proc("pg").log))
-        say(f"ZooKeeper ensemble (leader {nodes.zk_leader()}), Redis, PostgreSQL up")
-        nodes.create_databases()
-        migrations.upgrade(topology.ORDER_DATABASE_URL, "order")
-        migrations.upgrade(topology.STOCK_DATABASE_URL, "stock")
-        start_services(state)
-        start(state, nodes.haproxy(home))
-        wait_replicas_healthy(state)
-        say("2 stock and 2 order replicas healthy behind haproxy")
+        _bring_up(state, secrets, say)
     except BaseException:
         down(say=lambda *_: None)
         raise
     return state
+
+
+def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
+    home = Path(state.home)
+    netns.make_bridge()
+    for h in topology.HOSTS:
+        netns.make_host(h.namespace, h.address)
+    say(f"{len(topology.HOSTS)} hosts on {netns.BRIDGE} ({netns.SUBNET}.0/24)")
+    ensemble = [nodes.zookeeper(zk, home, secrets) for zk in topology.by_role("zookeeper")]
+    for proc in ensemble:
+        start(state, proc)
+    wait_until(
+        nodes.ensemble_ready,
+        90,
+        "ZooKeeper ensemble",
+        Path(ensemble[0].log),
+        0.25,
+        alive=lambda: all(p.alive() for p in ensemble),
+    )
+    zk_acl.lay_out(secrets)
+    say(f"ZooKeeper ensemble (leader {nodes.zk_leader()}), its paths' ACLs laid out")
+    for node in topology.by_role("redis"):
+        start(state, nodes.redis_server(node, home, secrets))
+    for node in topology.SENTINELS:
+        start(state, nodes.sentinel(node, home, secrets))
+    first, *others = topology.by_role("postgres")
+    start(state, nodes.patroni(first, home, secrets))  # it bootstraps; the others copy it
+    for lb in topology.by_role("haproxy"):
+        start(state, nodes.haproxy(lb, home))
+        start(state, nodes.keepalived(lb, home))
+    wait_until(lambda: pg_ha.primary() is not None, 90, "PostgreSQL primary", Path(home, "pg1.log"))
+    for pg in others:
+        start(state, nodes.patroni(pg, home, secrets))
+    pg_ha.create_roles_and_databases(secrets)
+    wait_until(
+        lambda: balancers.vip_holder() is not None, 30, f"a load balancer holding {topology.VIP}"
+    )
+    wait_until(
+        partial(pg_ha.reachable_as, "orders", "orders", secrets),
+        30,
+        f"PostgreSQL through {topology.VIP}",
+        interval=0.5,
+    )
+    migrations.upgrade(secrets.database_url("orders", "orders"), "order")
+    migrations.upgrade(secrets.database_url("stock", "stock"), "stock")
+    pg_ha.grant_reconciler(secrets)
+    wait_until(pg_ha.replicated, 120, "a synchronous PostgreSQL standby", interval=0.5)
+    wait_until(
+        partial(redis_ha.replicated, secrets), 60, "Redis replica and sentinels", interval=0.5
+    )
+    say(
+        f"PostgreSQL {pg_ha.primary().name} primary, synchronous standby streaming (Patroni); "  # type: ignore[union-attr]
+        f"Redis {redis_ha.primary(secrets).name} primary with a replica, 3 sentinels; "  # type: ignore[union-attr]
+        f"{balancers.vip_holder()} holds {topology.VIP}"
+    )
+    start_services(state)
+    wait_replicas_healthy(state)
+    say(
+        "2 stock and 2 order replicas healthy behind haproxy; "
+        f"{len(topology.RECONCILERS)} elected reconcilers on the order hosts"
+    )
 
 
 def start(state: ClusterState, proc: Proc) -> None:
@@ -162,30 +191,30 @@ def start(state: ClusterState, proc: Proc) -> None:
 
 
 def start_services(state: ClusterState) -> None:
-    home, env = Path(state.home), nodes.service_env(state.settings)
+    """The replicas of both services, and the elected reconcilers on the order hosts."""
+    home = Path(state.home)
     for replica in topology.by_role("stock") + topology.by_role("order"):
         threads = state.threads if replica.role == "stock" else state.threads * 2
-        start(state, nodes.service(replica, home, env, state.workers, threads))
+        start(state, nodes.service(replica, home, state.settings, state.workers, threads))
+    for name, on in topology.RECONCILERS.items():
+        start(state, nodes.reconciler(name, topology.host(on), home, state.settings))
 
 
 def restart_services(state: ClusterState, settings: dict[str, str]) -> None:
     """The replicas again with other settings (chaos with another lock or without fencing)."""
     replicas = [h.name for h in topology.HOSTS if h.role in ("stock", "order")]
-    for name in replicas:
+    for name in [*replicas, *topology.RECONCILERS]:
         if name in state.procs:
             state.procs[name].kill()
     state.settings = {k: v for k, v in settings.items() if v is not None}
-    Settings.from_env(nodes.service_env(state.settings))
+    for role in ("stock", "order", "reconciler"):
+        Settings.from_env({**nodes.base_env(state.settings), **state.secrets.env_for(role)})
     start_services(state)
     wait_replicas_healthy(state)
 
 
 def replica_healthy(address: str) -> bool:
-    try:
-        url = f"http://{address}:{topology.SERVICE_PORT}/healthz"
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
+    return _ok(f"http://{address}:{topology.SERVICE_PORT}/healthz")
 
 
 def wait_replicas_healthy(state: ClusterState, timeout: float = 90) -> None:

@@ -2,29 +2,27 @@
 restarted after the nemesis killed it.
 
 A `Proc` keeps its argv and environment in the cluster's state file, so a restart (by the
-nemesis, or by `cluster up` on a half-dead cluster) starts exactly what `up` started.
+nemesis, or by `cluster up` on a half-dead cluster) starts exactly what `up` started. Its
+credentials are not among them: a Proc names the identity it runs as, and gets that
+identity's secrets from the secrets file when it starts (secrets.py).
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
-import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import psycopg
-
-from inventory import servers
-from inventory.cluster import netns, topology
+from inventory.cluster import balancers, netns, pg_ha, redis_ha, topology, zk_acl
+from inventory.cluster.secrets import Secrets
 from inventory.cluster.topology import Host
-from inventory.ensemble import zk_mode
-from inventory.gunicorn import gunicorn_argv
-from inventory.servers import wait_until
-
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+from inventory.local import servers
+from inventory.local.ensemble import zk_mode
+from inventory.local.gunicorn import gunicorn_argv
+from inventory.local.servers import wait_until
 
 
 @dataclass
@@ -34,6 +32,7 @@ class Proc:
     argv: list[str]
     log: str
     env: dict[str, str] = field(default_factory=dict)
+    identity: str = ""  # whose credentials it gets at start (Secrets.env_for)
     pid: int = 0
 
     @property
@@ -41,11 +40,12 @@ class Proc:
         return topology.host(self.host).namespace
 
     def start(self, home: Path) -> None:
+        credentials = Secrets.load(home).env_for(self.identity) if self.identity else {}
         self.pid = servers.spawn(
             netns.in_host(self.namespace, self.argv),
             Path(self.log),
             home,
-            {**os.environ, **self.env},
+            {**os.environ, **self.env, **credentials},
         )
 
     def alive(self) -> bool:
@@ -74,7 +74,7 @@ class Proc:
 # --- ZooKeeper ensemble -----------------------------------------------------------------------
 
 
-def zookeeper(zk: Host, home: Path) -> Proc:
+def zookeeper(zk: Host, home: Path, secrets: Secrets) -> Proc:
     folder = home / zk.name
     (folder / "data").mkdir(parents=True, exist_ok=True)
     members = topology.by_role("zookeeper")
@@ -91,6 +91,7 @@ def zookeeper(zk: Host, home: Path) -> Proc:
         "4lw.commands.whitelist=ruok,srvr,stat,mntr\n" + peers
     )
     argv = servers.zookeeper_argv(folder, folder / "zoo.cfg")
+    argv.insert(1, zk_acl.super_digest_flag(secrets))  # a JVM flag: before the class name
     return Proc(zk.name, zk.name, argv, str(folder / "zookeeper.log"))
 
 
@@ -107,109 +108,88 @@ def zk_leader() -> str | None:
     return next((name for name, mode in zk_modes().items() if mode == "leader"), None)
 
 
-# --- Redis and PostgreSQL ---------------------------------------------------------------------
+def reconciler_leader(timeout: float = 3.0) -> str | None:
+    """The name of the elected reconciler that leads now (the contender whose node is first in
+    the election's queue), or None when none is elected or ZooKeeper cannot say."""
+    from kazoo.client import KazooClient
+    from kazoo.exceptions import KazooException
+    from kazoo.handlers.threading import KazooTimeoutError
 
+    from order_service.reconciler_service import ELECTION_PATH
+    from shared.locks.zookeeper_claim import SEQUENCE
 
-def redis(home: Path) -> Proc:
-    folder = home / "redis"
-    folder.mkdir(parents=True, exist_ok=True)
-    argv = servers.redis_argv(folder, topology.REDIS_PORT, bind="0.0.0.0")
-    return Proc("redis", "redis", argv, str(folder / "redis.log"))
-
-
-def redis_ready() -> bool:
-    return servers.redis_ready(topology.REDIS_PORT, topology.host("redis").address)
-
-
-def postgres(home: Path) -> Proc:
-    """A PostgreSQL of the cluster's own: initdb into the cluster's folder (as the postgres
-    user: initdb and postgres refuse root), trust for the cluster's subnet only."""
-    folder = home / "pg"
-    data = folder / "data"
-    if not (data / "PG_VERSION").exists():
-        if not (PG_BIN / "initdb").exists():
-            raise netns.NetworkError("PostgreSQL 15 is not installed: apt-get install postgresql")
-        folder.mkdir(parents=True, exist_ok=True)
-        shutil.chown(folder, "postgres", "postgres")
-        subprocess.run(
-            [
-                "runuser",
-                "-u",
-                "postgres",
-                "--",
-                str(PG_BIN / "initdb"),
-                "-D",
-                str(data),
-                "-U",
-                "postgres",
-                "--auth=trust",
-                "--no-sync",
-            ],
-            check=True,
-            capture_output=True,
-        )
-        with open(data / "pg_hba.conf", "a") as hba:
-            hba.write(f"host all all {netns.SUBNET}.0/24 trust\n")
-    argv = [
-        "runuser",
-        "-u",
-        "postgres",
-        "--",
-        str(PG_BIN / "postgres"),
-        "-D",
-        str(data),
-        "-c",
-        f"listen_addresses={topology.host('pg').address}",
-        "-c",
-        f"port={topology.PG_PORT}",
-        "-c",
-        f"unix_socket_directories={folder}",
-        "-c",
-        "max_connections=300",
-    ]
-    return Proc("pg", "pg", argv, str(folder / "postgres.log"))
-
-
-def postgres_ready() -> bool:
+    client = KazooClient(hosts=topology.ZK_HOSTS, timeout=timeout)
     try:
-        with psycopg.connect(libpq("postgres"), connect_timeout=1) as conn:
-            conn.execute("SELECT 1")
-        return True
-    except psycopg.Error:
-        return False
+        client.start(timeout=timeout)
+        queue = [
+            (match.group(1), child)
+            for child in client.get_children(ELECTION_PATH)
+            if (match := SEQUENCE.search(child))
+        ]
+        if not queue:
+            return None
+        data, _ = client.get(f"{ELECTION_PATH}/{min(queue)[1]}")
+        return data.decode() or None
+    except (KazooException, KazooTimeoutError):
+        return None
+    finally:
+        client.stop()
+        client.close()
 
 
-def create_databases() -> None:
-    with psycopg.connect(libpq("postgres"), autocommit=True) as conn:
-        for name in ("orders", "stock"):
-            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,))
-            if found.fetchone() is None:
-                conn.execute(f'CREATE DATABASE "{name}"')
+# --- Redis, its sentinels, PostgreSQL under Patroni, the load balancers ----------------------
 
 
-def libpq(database: str) -> str:
-    pg = topology.host("pg")
-    return f"host={pg.address} port={topology.PG_PORT} user=postgres dbname={database}"
-
-
-# --- the services and haproxy -----------------------------------------------------------------
-
-
-def service(replica: Host, home: Path, env: dict[str, str], workers: int, threads: int) -> Proc:
-    module = "stock_service" if replica.role == "stock" else "order_service"
-    argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", workers, threads)
-    folder = home / replica.name
+def _folder(home: Path, name: str, private: bool = False) -> Path:
+    """A program's folder; `private` (0700) where configs hold passwords and the program
+    rewrites them itself with its own file mode (Redis and its sentinels: CONFIG REWRITE)."""
+    folder = home / name
     folder.mkdir(parents=True, exist_ok=True)
-    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics")}  # one per replica
-    return Proc(replica.name, replica.name, argv, str(folder / "gunicorn.log"), env)
+    if private:
+        folder.chmod(0o700)
+    return folder
 
 
-def service_env(overrides: dict[str, str]) -> dict[str, str]:
+def redis_server(node: Host, home: Path, secrets: Secrets) -> Proc:
+    folder = _folder(home, node.name, private=True)
+    config = redis_ha.server_config(node, folder, secrets)
+    return Proc(node.name, node.name, ["redis-server", str(config)], str(folder / "redis.log"))
+
+
+def sentinel(node: Host, home: Path, secrets: Secrets) -> Proc:
+    """A Redis sentinel on a ZooKeeper host (named `s-zk1`...)."""
+    folder = _folder(home, f"s-{node.name}", private=True)
+    config = redis_ha.sentinel_config(node, folder, secrets)
+    argv = ["redis-sentinel", str(config)]
+    return Proc(f"s-{node.name}", node.name, argv, str(folder / "sentinel.log"))
+
+
+def patroni(pg: Host, home: Path, secrets: Secrets) -> Proc:
+    argv = pg_ha.patroni_argv(pg, home, secrets)
+    return Proc(pg.name, pg.name, argv, str(home / f"{pg.name}.log"), identity="patroni")
+
+
+def haproxy(lb: Host, home: Path) -> Proc:
+    folder = _folder(home, lb.name)
+    config = balancers.haproxy_config(lb, folder)
+    return Proc(
+        lb.name, lb.name, ["haproxy", "-db", "-f", str(config)], str(folder / "haproxy.log")
+    )
+
+
+def keepalived(lb: Host, home: Path) -> Proc:
+    folder = _folder(home, lb.name)
+    argv = balancers.keepalived_argv(lb, folder)
+    return Proc(f"vrrp-{lb.name}", lb.name, argv, str(folder / "keepalived.log"))
+
+
+# --- the services and the reconcilers ---------------------------------------------------------
+
+
+def base_env(overrides: dict[str, str]) -> dict[str, str]:
+    """What every service process runs with besides its credentials."""
     return {
         "ZK_HOSTS": topology.ZK_HOSTS,
-        "REDIS_URL": topology.REDIS_URL,
-        "ORDER_DATABASE_URL": topology.ORDER_DATABASE_URL,
-        "STOCK_DATABASE_URL": topology.STOCK_DATABASE_URL,
         "STOCK_SERVICE_URL": topology.STOCK_URL,
         "PYTHONUNBUFFERED": "1",
         **topology.SERVICE_SETTINGS,
@@ -217,28 +197,20 @@ def service_env(overrides: dict[str, str]) -> dict[str, str]:
     }
 
 
-def haproxy(home: Path) -> Proc:
-    folder = home / "lb"
-    folder.mkdir(parents=True, exist_ok=True)
-    lb = topology.host("lb").address
-    sections = []
-    for role, port in (("order", topology.LB_ORDER_PORT), ("stock", topology.LB_STOCK_PORT)):
-        replicas = "".join(
-            f"    server {h.name} {h.address}:{topology.SERVICE_PORT} check\n"
-            for h in topology.by_role(role)
-        )
-        sections.append(
-            f"frontend {role}\n    bind {lb}:{port}\n    default_backend {role}\n"
-            f"backend {role}\n    option httpchk GET /healthz\n{replicas}"
-        )
-    config = folder / "haproxy.cfg"
-    config.write_text(
-        "global\n    maxconn 4096\n"
-        "defaults\n    mode http\n    timeout connect 1s\n    timeout client 120s\n"
-        "    timeout server 120s\n    timeout queue 10s\n"
-        # Retried only when the connection to a replica failed: nothing was sent, so a
-        # retry elsewhere cannot run an order twice.
-        "    retries 3\n    option redispatch 1\n    retry-on conn-failure\n"
-        "    default-server inter 500ms fall 2 rise 2\n" + "".join(sections)
-    )
-    return Proc("lb", "lb", ["haproxy", "-db", "-f", str(config)], str(folder / "haproxy.log"))
+def service(
+    replica: Host, home: Path, overrides: dict[str, str], workers: int, threads: int
+) -> Proc:
+    module = "stock_service" if replica.role == "stock" else "order_service"
+    argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", workers, threads)
+    folder = _folder(home, replica.name)
+    env = {**base_env(overrides), "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics")}
+    log = str(folder / "gunicorn.log")
+    return Proc(replica.name, replica.name, argv, log, env, identity=replica.role)
+
+
+def reconciler(name: str, host: Host, home: Path, overrides: dict[str, str]) -> Proc:
+    """An instance of the elected reconciler (`inventory reconciler`), on an order host."""
+    folder = _folder(home, name)
+    argv = [sys.executable, "-m", "inventory.cli", "reconciler", "--name", name]
+    log = str(folder / "reconciler.log")
+    return Proc(name, host.name, argv, log, base_env(overrides), identity="reconciler")

@@ -1,13 +1,16 @@
 """Which hosts the cluster has, their addresses and ports, and the settings its services run
-with.
+with. No host is single: three ZooKeeper members; two PostgreSQL hosts under Patroni
+(synchronous replication, the primary found through Patroni's REST API); a Redis primary and
+replica watched by three sentinels on other hosts; two stock and two order replicas; two
+reconcilers; two load balancers sharing one address (keepalived, VRRP). And one intruder, a
+host with no credential at all.
 
 Why haproxy in front of each service rather than a list of URLs with failover in the order
 service: the services stay unaware of how many replicas there are; haproxy's health checks take
 a replica out within a second of its /healthz failing (a stock replica cut off from ZooKeeper
 says so), and it retries a request only when the connection to a replica failed, i.e. when
-nothing was sent, which is the one retry that is always safe for a POST. The cost is one more
-hop and one process that is not replicated here (a real deployment runs two with a shared
-address); the nemesis never faults it, and the report says so.
+nothing was sent, which is the one retry that is always safe for a POST. Two of them share the
+virtual address VIP: the one that holds it dies, the other takes it over (keepalived).
 """
 
 from __future__ import annotations
@@ -17,16 +20,18 @@ from dataclasses import dataclass
 from inventory.cluster.netns import PREFIX, SUBNET
 
 ZK_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT = 2181, 2888, 3888
-REDIS_PORT = 6379
-PG_PORT = 5432
+REDIS_PORT, SENTINEL_PORT = 6379, 26379
+PG_PORT, PATRONI_PORT = 5432, 8008
 SERVICE_PORT = 8080  # each replica, inside its own host
-LB_ORDER_PORT, LB_STOCK_PORT = 8081, 8082
+LB_ORDER_PORT, LB_STOCK_PORT, LB_PG_PORT = 8081, 8082, 5432
+REDIS_MASTER = "inventory"  # the name the sentinels know the primary by
+PATRONI_SCOPE = "invc"
 
 
 @dataclass(frozen=True)
 class Host:
     name: str
-    role: str  # zookeeper | redis | postgres | stock | order | haproxy
+    role: str  # zookeeper | redis | postgres | stock | order | haproxy | intruder
     address: str
 
     @property
@@ -42,14 +47,19 @@ HOSTS: tuple[Host, ...] = (
     _host("zk1", "zookeeper", 11),
     _host("zk2", "zookeeper", 12),
     _host("zk3", "zookeeper", 13),
-    _host("redis", "redis", 20),
-    _host("pg", "postgres", 30),
+    _host("redis1", "redis", 20),
+    _host("redis2", "redis", 21),
+    _host("pg1", "postgres", 31),
+    _host("pg2", "postgres", 32),
     _host("stock1", "stock", 41),
     _host("stock2", "stock", 42),
     _host("order1", "order", 51),
     _host("order2", "order", 52),
-    _host("lb", "haproxy", 60),
+    _host("lb1", "haproxy", 60),
+    _host("lb2", "haproxy", 61),
+    _host("intruder", "intruder", 90),
 )
+VIP = f"{SUBNET}.100"  # the load balancers' shared address
 
 
 def host(name: str) -> Host:
@@ -61,12 +71,13 @@ def by_role(role: str) -> list[Host]:
 
 
 ZK_HOSTS = ",".join(f"{h.address}:{ZK_PORT}" for h in by_role("zookeeper"))
-REDIS_URL = f"redis://{host('redis').address}:{REDIS_PORT}/0"
-PG_URL = f"postgresql+psycopg://postgres@{host('pg').address}:{PG_PORT}"
-ORDER_DATABASE_URL = f"{PG_URL}/orders"
-STOCK_DATABASE_URL = f"{PG_URL}/stock"
-ORDER_URL = f"http://{host('lb').address}:{LB_ORDER_PORT}"
-STOCK_URL = f"http://{host('lb').address}:{LB_STOCK_PORT}"
+# Sentinels run on the ZooKeeper hosts: three, none on a Redis host.
+SENTINELS = by_role("zookeeper")
+ORDER_URL = f"http://{VIP}:{LB_ORDER_PORT}"
+STOCK_URL = f"http://{VIP}:{LB_STOCK_PORT}"
+
+# The elected reconcilers: one on each order host (two or more, on different hosts).
+RECONCILERS = {"rec1": "order1", "rec2": "order2"}
 
 # What the replicas run with, besides the addresses. Shorter than the single-node defaults so
 # a fault "past the session timeout" and the recovery after it fit in a run of minutes:
@@ -77,7 +88,10 @@ SERVICE_SETTINGS = {
     "STOCK_CALL_BUDGET": "12",
     "CONFIRM_BACKOFF": "0.5,1,2",  # the article's 3,5,10 s polls, shortened
     "IDEMPOTENCY_WAIT": "10",
-    # Orders PENDING after a fault are settled by the reconciler once their flag has expired
-    # (see order_service/reconcile.py); a short TTL keeps that wait short.
-    "FLAG_TTL": "30",
+    # The reconcilers settle an order left PENDING once it is older than any request of it can
+    # run (a stock call's budget, the polls, a void call's budget: under 30 s here), looking
+    # every 2 s: an order is settled within about 35 s of its creation.
+    "RECONCILE_INTERVAL": "2",
+    "RECONCILE_OLDER_THAN": "30",
 }
+SETTLE_BOUND = 90.0  # seconds after the load ends by which the cluster must settle every order

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from inventory.scenarios.cancel import cancel
 from inventory.scenarios.holders import crash_mid_deduction, stale_holder
 from inventory.scenarios.leader_loss import zk_leader_loss
 from inventory.scenarios.redis_failover import redis_failover
@@ -24,6 +25,7 @@ __all__ = [
     "SCENARIOS",
     "UNFENCED",
     "ScenarioResult",
+    "cancel",
     "crash_mid_deduction",
     "double_submit",
     "lost_response",
@@ -49,6 +51,7 @@ SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {
     "redlock": redlock,
     "standby": standby,
     "redis-failover": redis_failover,
+    "cancel": cancel,
 }
 # The scenarios that take unfenced=True (`--unfenced`): fencing off, to show what it prevents.
 UNFENCED = ("stale-holder", "unique-key-lock", "redlock")

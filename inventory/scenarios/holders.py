@@ -9,8 +9,9 @@ import uuid
 from kazoo.client import KazooClient
 from rich.console import Console
 
-from inventory.client import StackClient
-from inventory.cpu import children
+from inventory.load.cpu import children
+from inventory.local.client import StackClient
+from inventory.local.servers import pid_alive, wait_until
 from inventory.scenarios.overlap import overlap_shown, slow_holder
 from inventory.scenarios.rig import (
     Background,
@@ -24,7 +25,6 @@ from inventory.scenarios.rig import (
     wait_for_pid,
     worker_fault,
 )
-from inventory.servers import pid_alive, wait_until
 
 # --- 5. stale-holder -----------------------------------------------------------------------
 

@@ -13,8 +13,8 @@ from pathlib import Path
 from rich.console import Console
 
 from inventory.check import print_results, run_check
-from inventory.ensemble import start_zookeeper_ensemble, zk_mode
-from inventory.homes import temporary_home
+from inventory.local.ensemble import start_zookeeper_ensemble, zk_mode
+from inventory.local.homes import temporary_home
 from inventory.scenarios.rig import ScenarioResult, Story, scenario_stack
 
 # --- 7. zk-leader-loss ---------------------------------------------------------------------
@@ -47,7 +47,7 @@ def _zk_leader_loss(story: Story, home: Path, orders: int, kill_after: float) ->
             "STOCK_CALL_RETRIES": "5",
             "RETRY_BACKOFF": "0.5",
         }
-        with scenario_stack("zk-leader-loss", **env) as state:
+        with scenario_stack("zk-leader-loss", env) as state:
             leader = next(s for s in ensemble if zk_mode(s.port) == "leader")
             killed_at: list[float] = []
 

@@ -15,7 +15,8 @@ import time
 import uuid
 from typing import Any, Protocol
 
-from inventory.client import StackClient
+from inventory.local.client import StackClient
+from inventory.local.servers import wait_until
 from inventory.scenarios.rig import (
     Background,
     Rig,
@@ -28,7 +29,6 @@ from inventory.scenarios.rig import (
     wait_for_pid,
     worker_fault,
 )
-from inventory.servers import wait_until
 
 REFUSED = "lock lost, nothing written"  # the stock service's 503 line, fence or lease check
 
@@ -111,7 +111,7 @@ def overlap_shown(result: dict[str, Any], unfenced: bool) -> bool:
     check ok; unfenced, the unit sold twice and I1 violated."""
     violated = [c.name for c in result["checks"] if not c.ok]
     if unfenced:
-        return bool(result["flows"] == 2 and "initial - final = flows" in violated)
+        return bool(result["flows"] == 2 and "initial - final = flows - returns" in violated)
     return bool(
         not violated
         and result["flows"] == 1

@@ -3,11 +3,13 @@ one replica, watched by Sentinel. A lock (LOCK_BACKEND=redis's lock, with its fe
 the same Redis) is granted on the primary; the primary dies before the key reaches the replica;
 Sentinel promotes the replica, and a second client is granted the same lock: two holders.
 
-The fencing counter was lost with the primary too, so the second holder's token is the first
-one's again: the fence cannot tell them apart, and only the stock row's compare-and-set stands
-between them. Then the remedy, in the same setting: REDIS_LOCK_MIN_REPLICAS=1 makes a grant
-wait (Redis WAIT) until the replica has the key; with the replica lagging, the grant is refused
-instead, and after the failover no second holder appears.
+The fencing counter's last increment was lost with the primary too; the token is floored at
+the server's clock in microseconds (shared/locks/redis.py), so the second holder still gets a
+higher token than the first, and the fence on the stock rows tells them apart: the stale
+holder's write is refused. (With a plain counter it got the first one's token again.) Then the
+remedy for the double grant itself, in the same setting: REDIS_LOCK_MIN_REPLICAS=1 makes a
+grant wait (Redis WAIT) until the replica has the key; with the replica lagging, the grant is
+refused instead, and after the failover no second holder appears.
 
 No stack: three redis-server processes of the demo's own (primary, replica, and Sentinel, the
 same binary in sentinel mode) in a temporary home.
@@ -25,10 +27,10 @@ import redis
 from redis.sentinel import Sentinel
 from rich.console import Console
 
-from inventory.homes import temporary_home
+from inventory.local.homes import temporary_home
+from inventory.local.servers import ServerProcess, free_port, redis_argv, redis_ready, start_server
+from inventory.local.servers import wait_until as wait
 from inventory.scenarios.rig import ScenarioResult, Story
-from inventory.servers import ServerProcess, free_port, redis_argv, redis_ready, start_server
-from inventory.servers import wait_until as wait
 from shared.locks import LockError
 from shared.locks.redis import FENCE_KEY, RedisLocks
 
@@ -147,12 +149,14 @@ def redis_failover(console: Console | None = None) -> ScenarioResult:
         plain = _round(story, home, "plain", 0)
         story.step("With REDIS_LOCK_MIN_REPLICAS=1 (a grant waits for the replica: WAIT 1):")
         waited = _round(story, home, "wait", 1)
-    same = plain["token_a"] is not None and plain["token_a"] == plain["token_b"]
-    ok = plain["two_holders"] and same and not waited["two_holders"]
+    a, b = plain["token_a"], plain["token_b"]
+    ordered = a is not None and b is not None and b > a
+    ok = plain["two_holders"] and ordered and not waited["two_holders"]
     verdict = (
-        f"after a failover two clients held one lock with the same token "
-        f"({plain['token_a']}): the fencing counter died with the primary, so the fence "
-        "cannot tell them apart; waiting for the replica refused the first grant instead"
+        f"after a failover two clients held one lock at once (tokens {a} and {b}): the key "
+        "died with the primary; the counter's increment did too, but the clock floor still "
+        "gave the second holder the higher token, so the fence refuses the stale one; "
+        "waiting for the replica refused the first grant instead"
     )
     facts = {"plain": plain, "wait": waited}
     return ScenarioResult("redis-failover", ok, verdict if ok else "FAILED: " + verdict, [], facts)

@@ -13,7 +13,7 @@ import time
 import redis
 from rich.console import Console
 
-from inventory import stack
+from inventory.local import stack_state
 from inventory.scenarios.overlap import overlap_shown, slow_holder
 from inventory.scenarios.rig import Rig, ScenarioResult, Story
 
@@ -30,12 +30,12 @@ class _Keys:
     def __init__(self) -> None:
         self.servers: list[redis.Redis] = []
 
-    def _ttls(self, state: stack.StackState, goods: str) -> list[int]:
+    def _ttls(self, state: stack_state.StackState, goods: str) -> list[int]:
         if not self.servers:
             self.servers = [redis.Redis.from_url(url) for url in state.redlock_urls.split(",")]
         return [int(server.pttl(KEY.format(goods=goods))) for server in self.servers]
 
-    def _lines(self, state: stack.StackState, goods: str) -> list[str]:
+    def _lines(self, state: stack_state.StackState, goods: str) -> list[str]:
         ttls = self._ttls(state, goods)
         if all(ttl < 0 for ttl in ttls):
             return []

@@ -12,9 +12,10 @@ import httpx
 import redis
 from rich.console import Console
 
-from inventory import stack
-from inventory.client import StackClient
-from inventory.demo import RedisMonitor
+from inventory.local import stack_state
+from inventory.local.client import StackClient
+from inventory.local.servers import ServerProcess, start_redis
+from inventory.scenarios.demo import RedisMonitor
 from inventory.scenarios.rig import (
     Background,
     ScenarioResult,
@@ -27,7 +28,6 @@ from inventory.scenarios.rig import (
     scenario_stack,
     timed_order,
 )
-from inventory.servers import ServerProcess, start_redis
 
 # --- 1. double-submit ---------------------------------------------------------------------
 
@@ -156,10 +156,10 @@ def lost_response(console: Console | None = None) -> ScenarioResult:
 # --- 4. redis-flag-lost --------------------------------------------------------------------
 
 
-def _restart_redis(state: stack.StackState, keep_snapshot: bool) -> ServerProcess:
+def _restart_redis(state: stack_state.StackState, keep_snapshot: bool) -> ServerProcess:
     """Stop the stack's Redis and start it again on the same port and folder; it loads
     dump.rdb if one is there."""
-    old = stack.server_process(state, "redis")
+    old = stack_state.server_process(state, "redis")
     assert old is not None, "this scenario needs the stack's own Redis"
     old.stop()
     folder = Path(state.home) / "redis"
@@ -167,11 +167,11 @@ def _restart_redis(state: stack.StackState, keep_snapshot: bool) -> ServerProces
         (folder / "dump.rdb").unlink(missing_ok=True)
     new = start_redis(folder, port=old.port)
     state.pids["redis"] = new.pid
-    stack.save_state(state)  # so that `down` stops the new process
+    stack_state.save_state(state)  # so that `down` stops the new process
     return new
 
 
-def _reduce(state: stack.StackState, flag: str, goods: str) -> httpx.Response:
+def _reduce(state: stack_state.StackState, flag: str, goods: str) -> httpx.Response:
     """PUT /reduceStock as the order service sends it, retried while Redis reconnects."""
     for _ in range(5):
         response = httpx.put(
@@ -212,7 +212,7 @@ def redis_flag_lost(console: Console | None = None) -> ScenarioResult:
         retry = _reduce(state, flag1, goods)
         story.show(
             f"retry: HTTP {retry.status_code} {retry.json()['outcome']}: the flag is "
-            "gone, so the pre-filter calls it a duplicate; the stock flow confirms it "
+            "gone from Redis, and the stock database says it was deducted "
             f"({len(client.flows(flag1))} flow)"
         )
 
@@ -236,21 +236,47 @@ def redis_flag_lost(console: Console | None = None) -> ScenarioResult:
         )
         for line in log_lines(state, "stock_service", flag2):
             story.show(line)
+
+        story.step(
+            "Act 3: Redis restarts empty after the flag was written and before any attempt "
+            "decided it (the first attempt never arrived)."
+        )
+        flag3 = f"sc-{uuid.uuid4().hex[:12]}"
+        flags.set(flag3, "orderId", ex=600)
+        _restart_redis(state, keep_snapshot=False)
+        flags = redis.Redis.from_url(state.redis_url, decode_responses=True)
+        story.show(f"Redis restarted: EXISTS {flag3} -> {flags.exists(flag3)}")
+        lost = _reduce(state, flag3, goods)
+        story.show(
+            f"attempt: HTTP {lost.status_code} {lost.json()['outcome']}: neither Redis nor the "
+            "stock database knows the flag, so it is not called a duplicate (that would fail "
+            "a sale nobody made); nothing deducted"
+        )
+        flags.set(flag3, "orderId", ex=600)
+        served = _reduce(state, flag3, goods)
+        story.show(
+            f"the order service writes the flag again and retries: HTTP {served.status_code} "
+            f"{served.json()['outcome']}"
+        )
         level = client.level(goods)
-        story.step(f"{goods} = {level}: two operations, two deductions, none twice")
+        story.step(f"{goods} = {level}: three operations, three deductions, none twice")
         checks = finish(state, story, prefix)
         client.close()
     ok = (
         retry.json()["outcome"] == "duplicate"
         and back == 1
         and retry2.json()["outcome"] == "duplicate"
-        and level == 3
+        and lost.json()["outcome"] == "unknown_flag"
+        and served.json()["outcome"] == "deducted"
+        and level == 2
         and all(c.ok for c in checks)
     )
     return ScenarioResult(
         "redis-flag-lost",
         ok,
-        "the stock-flow table stopped the double deduction" if ok else "FAILED",
+        "the stock database stopped the double deduction, and the lost flag lost no sale"
+        if ok
+        else "FAILED",
         checks,
         {"level": level},
     )

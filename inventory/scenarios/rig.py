@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,13 +16,13 @@ import redis
 from kazoo.client import KazooClient
 from rich.console import Console
 
-from inventory import stack
 from inventory.check import CheckResult, print_results, run_check
-from inventory.client import StackClient
-from inventory.demo import RedisMonitor
-from inventory.homes import temporary_home
-from inventory.servers import wait_until
-from stock_service.faults import LAST_PID
+from inventory.local import stack, stack_state
+from inventory.local.client import StackClient
+from inventory.local.homes import temporary_home
+from inventory.local.servers import wait_until
+from inventory.scenarios.demo import RedisMonitor
+from shared.faults import LAST_PID
 
 # Short timeouts so every story takes seconds; what each one means is in the README.
 SCENARIO_ENV = {
@@ -68,9 +68,16 @@ class Story:
 
 
 @contextmanager
-def scenario_stack(name: str, **env: str) -> Iterator[stack.StackState]:
+def scenario_stack(
+    name: str, env: Mapping[str, str] | None = None, reconcilers: int = 0
+) -> Iterator[stack_state.StackState]:
     with temporary_home(name) as home:
-        state = stack.up(home=home, extra_env={**SCENARIO_ENV, **env}, say=lambda *_: None)
+        state = stack.up(
+            home=home,
+            extra_env={**SCENARIO_ENV, **(env or {})},
+            say=lambda *_: None,
+            reconcilers=reconcilers,
+        )
         try:
             yield state
         finally:
@@ -81,7 +88,7 @@ def scenario_stack(name: str, **env: str) -> Iterator[stack.StackState]:
 class Rig:
     """A stack with one goods id seeded, a fault armed, and clients to watch it."""
 
-    state: stack.StackState
+    state: stack_state.StackState
     client: StackClient
     flags: redis.Redis
     zk: KazooClient
@@ -94,7 +101,7 @@ class Rig:
 
 @contextmanager
 def worker_fault(name: str, prefix: str, level: int, point: str, **env: str) -> Iterator[Rig]:
-    with scenario_stack(name, **env) as state:
+    with scenario_stack(name, env) as state:
         client = StackClient(state)
         goods = prefix + "phone"
         client.seed(goods, level)
@@ -115,7 +122,14 @@ def worker_fault(name: str, prefix: str, level: int, point: str, **env: str) -> 
             client.close()
 
 
-def arm(state: stack.StackState, point: str, value: float = 0, times: int = 1) -> None:
+def arm(state: stack_state.StackState, point: str, value: float = 0, times: int = 1) -> None:
+    # A pid an earlier fault left (another scenario on the same Redis, as in the test
+    # session) must not pass for the one this fault will leave: wait_for_pid reads the key.
+    flags = redis.Redis.from_url(state.redis_url)
+    try:
+        flags.delete(LAST_PID)
+    finally:
+        flags.close()
     httpx.put(
         f"{state.stock_url}/faults/{point}",
         json={"value": value, "times": times},
@@ -124,7 +138,7 @@ def arm(state: stack.StackState, point: str, value: float = 0, times: int = 1) -
     ).raise_for_status()
 
 
-def log_lines(state: stack.StackState, service: str, needle: str) -> list[str]:
+def log_lines(state: stack_state.StackState, service: str, needle: str) -> list[str]:
     path = Path(state.home) / f"{service}.log"
     return [
         line.split(": ", 1)[-1]
@@ -133,7 +147,7 @@ def log_lines(state: stack.StackState, service: str, needle: str) -> list[str]:
     ]
 
 
-def finish(state: stack.StackState, story: Story, prefix: str) -> list[CheckResult]:
+def finish(state: stack_state.StackState, story: Story, prefix: str) -> list[CheckResult]:
     checks = run_check(state.order_database_url, state.stock_database_url, goods_prefix=prefix)
     if story.console:
         print_results(checks, story.console)

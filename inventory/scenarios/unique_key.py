@@ -17,7 +17,8 @@ from typing import Any
 import sqlalchemy as sa
 from rich.console import Console
 
-from inventory.client import StackClient
+from inventory.local.client import StackClient
+from inventory.local.servers import pid_alive, wait_until
 from inventory.scenarios.overlap import overlap_shown, slow_holder
 from inventory.scenarios.rig import (
     Background,
@@ -31,7 +32,6 @@ from inventory.scenarios.rig import (
     wait_for_pid,
     worker_fault,
 )
-from inventory.servers import pid_alive, wait_until
 from shared.db import make_engine
 from shared.locks.tables import lock_keys
 

@@ -24,10 +24,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
+from shared.errors import DependencyUnavailable
+
 GLOBAL_LOCK_NAME = "global"
 
 
-class LockError(Exception):
+class LockError(DependencyUnavailable):
     """Base of the lock errors; `dependency` names what failed, for the 503 and the log."""
 
     dependency = "lock"
@@ -35,6 +37,9 @@ class LockError(Exception):
 
 class LockTimeout(LockError):
     """The lock was not acquired within the timeout."""
+
+    def answer(self) -> str:
+        return f"lock wait timed out: {self}"
 
 
 class LockUnavailable(LockError):
@@ -47,6 +52,9 @@ class LockUnavailable(LockError):
 
 class LockLost(LockError):
     """The lock may have passed to another holder: the write must not be committed."""
+
+    def answer(self) -> str:
+        return f"lock lost, nothing written: {self}"
 
 
 def lock_names(goods_ids: Iterable[str], scope: str) -> list[str]:

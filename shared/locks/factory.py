@@ -16,7 +16,12 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
     if backend == "zookeeper":
         from shared.locks.zookeeper import ZooKeeperLocks
 
-        return ZooKeeperLocks(settings.zk_hosts, settings.lock_root, settings.zk_session_timeout)
+        return ZooKeeperLocks(
+            settings.zk_hosts,
+            settings.lock_root,
+            settings.zk_session_timeout,
+            auth=settings.zk_auth or None,
+        )
     if backend == "redis":
         from shared.locks.redis import RedisLocks
 

@@ -4,7 +4,14 @@ watchdog that renews the lease while the holder works, as Redisson does.
 Two additions to the library, each for a reason:
 - The fencing token is drawn in the same Lua script as the SET NX. Drawn afterwards (a plain
   INCR), a holder that paused between the two could draw a larger token than the holder that
-  replaced it, and the token would fence nothing.
+  replaced it, and the token would fence nothing. The token is the counter's next value or the
+  Redis server's clock in microseconds, whichever is larger: a Redis that keeps nothing on disk
+  loses its counter when it restarts (or fails over to a replica that never got the last
+  increment), and a counter starting again from 1 would be refused by every stock row that
+  holds a higher fence. Time keeps the tokens growing across the restart, as long as the
+  server's clock does not go back by more than the restart took; if it does (a failover to a
+  host whose clock is behind), holders are refused (503, nothing written) until the clock
+  passes the highest token: it fails safe.
 - The watchdog: redis-py offers `reacquire()` but nothing that calls it. One daemon thread per
   backend renews every held lease every third of its TTL; a lease whose renewal failed, or that
   was not renewed within its TTL (the whole process paused), reports itself lost, and the holder
@@ -29,7 +36,11 @@ log = logging.getLogger(__name__)
 FENCE_KEY = "inventory:fence"
 ACQUIRE_WITH_FENCE = """
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-    return redis.call('incr', KEYS[2])
+    local now = redis.call('time')
+    local floor = tonumber(now[1]) * 1000000 + tonumber(now[2])
+    local token = math.max(tonumber(redis.call('get', KEYS[2]) or '0') + 1, floor)
+    redis.call('set', KEYS[2], string.format('%.0f', token))
+    return token
 end
 return 0
 """

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from typing import Any
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
@@ -21,24 +22,54 @@ from kazoo.exceptions import (
     NoNodeError,
 )
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.security import make_acl, make_digest_acl
 
 from shared.locks.base import LockBackend, LockUnavailable
 from shared.locks.kazoo_handler import PollingHandler
 from shared.locks.zookeeper_claim import ZooKeeperClaim
+from shared.locks.zookeeper_containers import ensure_container
 
 log = logging.getLogger(__name__)
+
+
+def digest_identity(auth: str | None) -> dict[str, Any]:
+    """KazooClient's arguments for a digest identity: authenticated at every connection, and
+    the creator's own ACL (all permissions) plus read for everyone on the nodes it creates."""
+    if not auth:
+        return {}
+    user, password = auth.split(":", 1)
+    return {
+        "auth_data": [("digest", auth)],
+        "default_acl": [
+            make_digest_acl(user, password, all=True),
+            make_acl("world", "anyone", read=True),
+        ],
+    }
 
 
 class ZooKeeperLocks(LockBackend):
     name = "zookeeper"
 
     def __init__(
-        self, hosts: str, root: str, session_timeout: float = 10.0, connect_timeout: float = 5.0
+        self,
+        hosts: str,
+        root: str,
+        session_timeout: float = 10.0,
+        connect_timeout: float = 5.0,
+        auth: str | None = None,
     ) -> None:
+        """`auth`: `user:password`, a digest identity: every node this client creates is then
+        its identity's alone to change or delete (and readable by everyone), and the paths it
+        works under must let that identity create and delete (the cluster sets them up)."""
         self.hosts = hosts
         self.root = root.rstrip("/")
         self.connect_timeout = connect_timeout
-        self._client = KazooClient(hosts=hosts, timeout=session_timeout, handler=PollingHandler())
+        self._client = KazooClient(
+            hosts=hosts,
+            timeout=session_timeout,
+            handler=PollingHandler(),
+            **digest_identity(auth),
+        )
         self._client.add_listener(self._on_state)
         self._started = False
         self._start_guard = threading.Lock()
@@ -49,7 +80,10 @@ class ZooKeeperLocks(LockBackend):
         self.connected = threading.Event()
         self._state_waiters: set[threading.Event] = set()
         self._guard = threading.Lock()
-        self._parents: set[str] = set()  # lock paths known to exist (never deleted)
+        # Lock paths known to exist. They are container nodes, which ZooKeeper deletes once
+        # empty (zookeeper_containers.py): a create that finds its parent gone forgets it here
+        # and makes it again.
+        self._parents: set[str] = set()
         # Nodes a claim could not delete (or could not tell whether it created) while the
         # connection was down, as (lock path, node prefix). The session outlives a short
         # disconnection, and so would these nodes, blocking their queues for good: they are
@@ -99,7 +133,7 @@ class ZooKeeperLocks(LockBackend):
         for name in names:
             path = self.path(name)
             if path not in self._parents:
-                self.client.ensure_path(path)
+                ensure_container(self.client, path)
                 with self._guard:
                     self._parents.add(path)
 
@@ -138,9 +172,9 @@ class ZooKeeperLocks(LockBackend):
                 with self._guard:
                     self._leftovers.discard((lock_path, prefix))
 
-    def new_claim(self, names: list[str]) -> ZooKeeperClaim:
+    def new_claim(self, names: list[str], data: bytes = b"") -> ZooKeeperClaim:
         self._ensure_started()
-        return ZooKeeperClaim(self, names)
+        return ZooKeeperClaim(self, names, data)
 
     def healthy(self) -> bool:
         try:

@@ -36,9 +36,9 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kazoo.client import KazooState
+from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import (
     ConnectionLoss,
     KazooException,
@@ -51,9 +51,6 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from shared.locks.base import Claim, Lease, LockUnavailable
 
-if TYPE_CHECKING:
-    from shared.locks.zookeeper import ZooKeeperLocks
-
 log = logging.getLogger(__name__)
 
 NODE_MARK = "__lock__"
@@ -62,10 +59,29 @@ SEQUENCE = re.compile(r"__lock__(\d{10})$")
 TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
 
 
+class ClaimBackend(Protocol):
+    """What a claim needs of its backend (shared/locks/zookeeper.py's ZooKeeperLocks): the
+    session, its state, and the lock paths' housekeeping. Named here so the recipe does not
+    import the backend that imports it."""
+
+    connected: threading.Event
+    interruptions: int
+
+    @property
+    def client(self) -> KazooClient: ...
+
+    def path(self, name: str) -> str: ...
+    def ensure_parents(self, names: Iterable[str]) -> None: ...
+    def forget_parents(self, names: Iterable[str]) -> None: ...
+    def watch_state(self, event: threading.Event, on: bool) -> None: ...
+    def leave_behind(self, lock_path: str, prefix: str) -> None: ...
+
+
 class ZooKeeperClaim(Claim):
-    def __init__(self, locks: ZooKeeperLocks, names: list[str]) -> None:
+    def __init__(self, locks: ClaimBackend, names: list[str], data: bytes = b"") -> None:
         super().__init__(names)
         self.locks = locks
+        self.data = data  # each node's data: who contends (an elector's name), or nothing
         self.client = locks.client
         # Props to kazoo (and Curator before it): a create can succeed on the server while
         # its reply is lost; the unique prefix lets us find our node on retry.
@@ -96,6 +112,10 @@ class ZooKeeperClaim(Claim):
                 self._wait_for(blocked, deadline)
             except TRANSIENT:
                 continue  # the loop waits for the connection, then checks again
+            except NoNodeError:
+                if self.nodes:
+                    raise LockUnavailable("zookeeper", "a lock node vanished") from None
+                continue  # a parent removed while empty: made again on the next round
             except SessionExpiredError as exc:
                 raise LockUnavailable(
                     "zookeeper", "session expired; the lock nodes are gone"
@@ -118,15 +138,22 @@ class ZooKeeperClaim(Claim):
             self.nodes = found
             return
         if len(names) == 1:
-            created = self.client.create(
-                f"{self.locks.path(names[0])}/{self.prefix}", b"", ephemeral=True, sequence=True
-            )
+            try:
+                created = self.client.create(
+                    f"{self.locks.path(names[0])}/{self.prefix}",
+                    self.data,
+                    ephemeral=True,
+                    sequence=True,
+                )
+            except NoNodeError:
+                self._parent_gone(names)
+                raise
             self.nodes = {names[0]: created}
             return
         transaction = self.client.transaction()
         for name in names:
             transaction.create(
-                f"{self.locks.path(name)}/{self.prefix}", b"", ephemeral=True, sequence=True
+                f"{self.locks.path(name)}/{self.prefix}", self.data, ephemeral=True, sequence=True
             )
         results = transaction.commit()
         # A failed multi applies nothing and reports RolledBackError for every other op.
@@ -135,10 +162,16 @@ class ZooKeeperClaim(Claim):
         ]
         if failures:
             if isinstance(failures[0], NoNodeError):
-                self.locks.forget_parents(names)  # someone removed a lock path: make it again
+                self._parent_gone(names)
             self.create_tried = False  # nothing was created
             raise failures[0]
         self.nodes = dict(zip(names, results, strict=True))
+
+    def _parent_gone(self, names: list[str]) -> None:
+        """A lock path vanished (an empty container the server removed): nothing was created;
+        the next round makes the parents again."""
+        self.locks.forget_parents(names)
+        self.create_tried = False
 
     def _find_nodes(self, names: list[str]) -> dict[str, str]:
         """After a create whose reply was lost: our nodes, if the create was applied."""

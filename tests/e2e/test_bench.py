@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from inventory.bench import BenchConfig, run_bench, write_report
-from inventory.servers import ServerProcess
+from inventory.local.servers import ServerProcess
 
 pytestmark = pytest.mark.e2e
 
@@ -43,11 +43,24 @@ def test_bench_smoke_measures_every_configuration(
     assert {"prefilter", "queue", "lock", "deduct"} <= set(hot.stages_ms)
     one_at_a_time = report.reduce_of("zookeeper/sku one at a time", 1)
     assert one_at_a_time is not None and one_at_a_time.batch_p99 == 1
+    # The order path next to the deduction, on the same stack: one hot goods id and the spread.
+    assert [(m.config, m.goods) for m in report.gen_order] == [
+        ("zookeeper/sku combining", 1),
+        ("zookeeper/sku combining", 5),
+    ]
+    for order in report.gen_order:
+        assert {"order_service", "stock_service", "load"} <= set(order.cpu_ms)
+        assert 0 < order.stack_cpu_ms < sum(order.cpu_ms.values())  # the client left out
     assert {t.name for t in report.targets()} == {
         "zookeeper hot goods / no lock",
         "zookeeper hot goods / raw kazoo lock cycle",
         "zookeeper 5 goods / no lock",
         "zookeeper hot goods p99: combining / one at a time",
+        "genOrder / reduceStock, hot goods",
+        "genOrder stack CPU ms per order, hot goods",
+        "genOrder p99 ms at 4 callers, hot goods",
+        "genOrder stack CPU ms per order, 5 goods",
+        "genOrder p99 ms at 4 callers, 5 goods",
     }
     data, chart = write_report(report, tmp_path)
     written = json.loads(data.read_text())

@@ -1,8 +1,10 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
-quick run must come out valid, a run without a lock must be caught overselling, a run without
-fencing must be caught losing an update when a worker is paused inside its write, and
-`cluster down` must leave nothing behind. Needs root (namespaces, nftables): fails loudly
-without it, like every test that needs a server."""
+cluster comes up replicated and authenticated (no credential in its state file, status or
+logs), the quick run must come out valid with a PostgreSQL failover and the intruder in it, a
+run without a lock must be caught overselling, a run without fencing must be caught losing an
+update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
+Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
+server."""
 
 from __future__ import annotations
 
@@ -41,16 +43,135 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     assert down.returncode == 0, down.stdout + down.stderr
 
 
-def test_status_names_every_host(cluster: Path) -> None:
+def test_status_names_every_host_and_its_role_now(cluster: Path) -> None:
     status = inventory("cluster", "status", "--json")
     assert status.returncode == 0, status.stdout + status.stderr
-    hosts = json.loads(status.stdout)["hosts"]
-    roles = sorted(h["role"].split()[0] for h in hosts)
+    hosts = {h["name"]: h for h in json.loads(status.stdout)["hosts"]}
+    roles = sorted(h["role"].split()[0] for h in hosts.values())
     assert roles.count("zookeeper") == 3 and roles.count("stock") == 2
-    assert roles.count("order") == 2 and {"redis", "postgres", "haproxy"} <= set(roles)
-    modes = sorted(h["role"] for h in hosts if h["role"].startswith("zookeeper"))
-    assert modes == ["zookeeper follower", "zookeeper follower", "zookeeper leader"]
-    assert all(h["running"] and h["address"].startswith("10.77.0.") for h in hosts)
+    assert roles.count("order") == 2 and roles.count("intruder") == 1
+    # No single copy: two of each backing part, each in its replicated role.
+    assert roles.count("redis") == 2 and roles.count("postgres") == 2
+    assert roles.count("haproxy") == 2
+    modes = sorted(h["role"] for h in hosts.values() if h["role"].startswith("zookeeper"))
+    assert [m.split(" +")[0] for m in modes] == [
+        "zookeeper follower",
+        "zookeeper follower",
+        "zookeeper leader",
+    ]
+    pg = sorted(h["role"] for n, h in hosts.items() if n.startswith("pg"))
+    assert pg == ["postgres leader (running)", "postgres sync_standby (streaming)"] or pg == [
+        "postgres leader (running)",
+        "postgres sync_standby (running)",
+    ], pg
+    redis = sorted(h["role"] for n, h in hosts.items() if n.startswith("redis"))
+    assert redis == ["redis primary", "redis replica (slave connected)"], redis
+    assert sum("holds" in h["role"] for h in hosts.values()) == 1  # one holds the address
+    assert all(h["running"] and h["address"].startswith("10.77.0.") for h in hosts.values())
+    reconcilers = json.loads(status.stdout)["reconcilers"]
+    assert sorted(r["host"] for r in reconcilers) == ["order1", "order2"]  # two hosts
+    assert all(r["running"] for r in reconcilers)
+    assert sum(r["leader"] for r in reconcilers) == 1
+
+
+def test_credentials_are_in_one_private_file_and_nowhere_else(cluster: Path) -> None:
+    from inventory.cluster.deploy import home_dir
+    from inventory.cluster.secrets import Secrets
+
+    home = home_dir()
+    secrets_file = home / "secrets.json"
+    assert secrets_file.stat().st_mode & 0o777 == 0o600
+    secrets = Secrets.load(home)
+    values = [
+        *secrets.zk.values(),
+        *secrets.redis.values(),
+        *secrets.pg.values(),
+        secrets.sentinel_password,
+        secrets.patroni_api,
+        secrets.admin_token,
+        secrets.stock_service_token,
+    ]
+    status = inventory("cluster", "status", "--json")
+    assert str(secrets_file) in status.stdout
+    assert not [v for v in values if v in status.stdout]
+    # Logs and the state file hold none; the servers' own configs that must hold one are
+    # readable by their owner alone (or sit in a folder that is).
+    for path in home.rglob("*"):
+        if not path.is_file() or path == secrets_file:
+            continue
+        text = path.read_text(errors="ignore")
+        if any(v in text for v in values):
+            assert not path.name.endswith((".log", ".json")) or path.name == "patroni.yml", path
+            private = path.stat().st_mode & 0o077 == 0 or path.parent.stat().st_mode & 0o077 == 0
+            assert private, f"{path} holds a credential and others can read it"
+
+
+def test_every_postgresql_session_between_hosts_is_tls_and_checked(cluster: Path) -> None:
+    """The services, the reconcilers and the standby's replication all reach PostgreSQL over
+    TLS with the server checked against the cluster's CA; a login without TLS is refused even
+    with the right password."""
+    import psycopg
+
+    from inventory.cluster import pg_ha
+    from inventory.cluster.deploy import home_dir
+    from inventory.cluster.secrets import Secrets
+
+    secrets = Secrets.load(home_dir())
+    assert secrets.tls_ca and Path(secrets.tls_ca).is_file()
+    with psycopg.connect(pg_ha.libpq("postgres", secrets)) as conn:
+        sessions = conn.execute(
+            "SELECT a.usename, a.client_addr IS NOT NULL, s.ssl FROM pg_stat_activity a "
+            "JOIN pg_stat_ssl s USING (pid) WHERE a.usename IS NOT NULL"
+        ).fetchall()
+    over_tcp = [(user, ssl) for user, tcp, ssl in sessions if tcp]
+    users = {user for user, _ in over_tcp}
+    assert {"stock", "orders", "reconciler", "replicator"} <= users, users
+    assert all(ssl for _, ssl in over_tcp), over_tcp
+    primary = pg_ha.primary()
+    assert primary is not None
+    with pytest.raises(psycopg.OperationalError, match=r"pg_hba\.conf"):
+        psycopg.connect(
+            host=primary.address,
+            port=5432,
+            user="postgres",
+            password=secrets.pg["postgres"],
+            dbname="postgres",
+            sslmode="disable",
+            connect_timeout=3,
+        )
+
+
+def test_redis_and_its_sentinels_speak_only_tls_checked_against_the_ca(cluster: Path) -> None:
+    import redis
+
+    from inventory.cluster import redis_ha, tls, topology
+    from inventory.cluster.deploy import home_dir
+    from inventory.cluster.secrets import Secrets
+
+    secrets = Secrets.load(home_dir())
+    assert secrets.redis_url("order").startswith("rediss+sentinel://")
+    primary = redis_ha.primary(secrets)  # found through the sentinels, over TLS
+    assert primary is not None
+    assert redis_ha.role_of(primary, secrets) == "master"  # the monitor user, over TLS
+    plain = redis.Redis(
+        host=primary.address,
+        port=topology.REDIS_PORT,
+        username="monitor",
+        password=secrets.redis["monitor"],
+        socket_timeout=2,
+        socket_connect_timeout=2,
+    )
+    with pytest.raises(redis.ConnectionError):
+        plain.ping()  # the right password, in clear: the server only speaks TLS
+    sentinel = topology.SENTINELS[0]
+    checked = redis.Redis(
+        host=sentinel.address,
+        port=topology.SENTINEL_PORT,
+        password=secrets.sentinel_password,
+        socket_timeout=2,
+        **tls.redis_client_kwargs(secrets.tls_ca),  # type: ignore[arg-type]
+    )
+    assert checked.ping()  # verified: the sentinel's certificate names its address
 
 
 def test_quick_chaos_is_valid(cluster: Path) -> None:
@@ -63,11 +184,37 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "zk-cut-stock",
         "pause-stock-worker",
         "kill-zk-leader",
-        "redis-restart",
+        "kill-redis-primary",
+        "kill-pg-primary",
+        "kill-order-replica",
+        "kill-reconciler-leader",
+        "intruder",
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
+    checks = {v["check"]: v for v in result["verdicts"]}
+    # The cluster settled every order by itself (the run settles nothing), no answer was
+    # contradicted by the end, and lost sales are counted with their causes.
+    assert checks["S"]["verdict"] == "valid" and result["settlement"]["left"] == 0
+    # The order replica killed mid-request left orders PENDING; the reconcilers settled them.
+    assert result["settlement"]["reconciled"] > 0, result["settlement"]
+    assert checks["H5"]["verdict"] == "valid"
+    assert checks["LS"]["verdict"] == "counted"
+    killed = next(f["what"] for f in result["faults"] if f["name"] == "kill-reconciler-leader")
+    assert "reconciler leader rec" in killed, killed
     paused = next(f["what"] for f in result["faults"] if f["name"] == "pause-stock-worker")
     assert "inside its write transaction" in paused, paused
+    # The PostgreSQL primary's death was a failover: the standby took over, the old primary
+    # came back as the standby; and the Redis primary's, a Sentinel failover.
+    failover = next(f["what"] for f in result["faults"] if f["name"] == "kill-pg-primary")
+    assert "took over after" in failover and "replicated again" in failover, failover
+    redis = next(f["what"] for f in result["faults"] if f["name"] == "kill-redis-primary")
+    assert "took over after" in redis, redis
+    # Every intrusion attempt refused, and there were attempts on every part.
+    assert checks["IN"]["verdict"] == "valid"
+    intrusion = result["intruder"]
+    assert intrusion["attempts"] >= 100 and intrusion["refused"] == intrusion["attempts"]
+    targets = {key.split(" -> ")[1] for key in intrusion["by_target"]}
+    assert targets == {"zookeeper", "redis", "postgres", "http"}
     history = (folder / "history.jsonl").read_text().splitlines()
     assert len(history) == result["sends"]
     assert (folder / "timeline.png").stat().st_size > 10_000

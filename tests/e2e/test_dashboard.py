@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from inventory import stack
 from inventory.loadtest import LoadConfig, run_loadtest
-from inventory.servers import ServerProcess
+from inventory.local import stack
+from inventory.local.servers import ServerProcess
 
 pytestmark = pytest.mark.e2e
 CHROMIUM = "/usr/bin/chromium"

@@ -9,8 +9,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from inventory import stack
-from inventory.servers import ServerProcess
+from inventory.local import stack
+from inventory.local.servers import ServerProcess
 
 pytestmark = pytest.mark.e2e
 

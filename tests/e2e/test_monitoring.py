@@ -13,10 +13,10 @@ import httpx
 import pytest
 import yaml
 
-from inventory import stack
 from inventory.loadtest import LoadConfig, run_loadtest
-from inventory.monitoring import DEPLOY_CONFIG, compose_targets, scrape_config, static_targets
-from inventory.servers import ServerProcess
+from inventory.local import stack
+from inventory.local.monitoring import DEPLOY_CONFIG, compose_targets, scrape_config, static_targets
+from inventory.local.servers import ServerProcess
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "inventory-dashboard.json"
 # Queries of what the load does; the rest (fencing refusals, lock losses, retries) are zero or

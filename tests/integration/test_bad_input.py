@@ -168,14 +168,3 @@ def test_unknown_routes_and_methods_answer_json(services: Services) -> None:
     assert services.order.get("/nowhere").json["error"]
     assert services.stock.delete(f"/stock/{GOODS}").status_code == 405
     assert services.stock.delete(f"/stock/{GOODS}").json["error"]
-
-
-def test_a_json_body_sent_without_a_content_type_is_read_as_json(services: Services) -> None:
-    """curl -d without -H 'Content-Type: application/json' is no reason to call a body empty."""
-    goods = unique()
-    seeded = services.stock.put(f"/stock/{goods}", data=b'{"num": 2}', headers=ADMIN)
-    assert seeded.status_code == 200, seeded.json
-    body = json.dumps({"userId": unique("u"), "goodsIds": [goods]}).encode()
-    placed = services.order.post("/genOrder", data=body)
-    assert placed.status_code == 200, placed.json
-    assert services.level(goods) == 1

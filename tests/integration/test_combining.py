@@ -5,6 +5,8 @@ batch, writes nothing and leaves every flag for the retry."""
 from __future__ import annotations
 
 import random
+import threading
+import time
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -17,7 +19,7 @@ import sqlalchemy as sa
 
 import migrations
 import stock_service
-from inventory.servers import ServerProcess, start_zookeeper, wait_until
+from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
 from shared.settings import Settings
 from stock_service.deduction import LANE
 from tests.conftest import (
@@ -214,7 +216,7 @@ def test_lock_lost_in_the_middle_of_a_batch_writes_nothing_and_puts_every_flag_b
                 own_zk.resume()
 
         # The pilot's batch reads first; the batch under test reads second.
-        deps.store.faults = PauseAt("stop_after_read", lose_the_connection, skip=1)
+        deps.deduction.faults = PauseAt("stop_after_read", lose_the_connection, skip=1)
         goods = unique()
         s.seed(goods, 10)
         flags = [unique("flag") for _ in range(4)]
@@ -272,7 +274,7 @@ def test_database_down_in_the_middle_of_a_batch_writes_nothing_and_puts_every_fl
     with running_services(settings) as s:
         deps = s.stock_app.extensions["stock"]
         # Inside the batch's write transaction, before commit (the pilot's is the first).
-        deps.store.faults = PauseAt("kill_in_transaction", cut_connections(admin, name), skip=1)
+        deps.deduction.faults = PauseAt("kill_in_transaction", cut_connections(admin, name), skip=1)
         goods = unique()
         s.seed(goods, 10)
         flags = [unique("flag") for _ in range(4)]
@@ -312,3 +314,72 @@ def test_a_batch_does_not_wait_past_its_patience_for_a_lock_stuck_elsewhere(
         assert (status, body["dependency"]) == (503, "lock")
         assert s.level(stuck) == 5 and s.level(free) == 2
         assert flags_in_redis(s, [stuck_flag]) == [stuck_flag]
+
+
+class Holder:
+    """Holds names on a lock backend from a thread of its own until `release()`."""
+
+    def __init__(self, locks: Any, names: list[str]) -> None:
+        self.held, self.done = threading.Event(), threading.Event()
+        self.thread = threading.Thread(target=self._hold, args=(locks, names))
+        self.thread.start()
+        assert self.held.wait(10), "the holder never got the lock"
+
+    def _hold(self, locks: Any, names: list[str]) -> None:
+        with locks.hold(names, timeout=10):
+            self.held.set()
+            self.done.wait(30)
+
+    def release(self) -> None:
+        self.done.set()
+        self.thread.join(10)
+
+
+def test_a_split_batch_answers_what_it_committed_at_once_and_lets_each_wait_its_own_time(
+    settings: Settings,
+) -> None:
+    """Fault 5: in a batch split because one name was still held, the request already
+    committed was answered only when the rest gave up (a commit at 0.1 s answered at the lock
+    timeout, so the order service's call timed out and retried), and the rest's wait was cut
+    to the oldest member's deadline. Here a request for a free goods id and a later one for a
+    goods id held elsewhere share a batch: the first is answered as soon as it is committed,
+    and the second waits its own full timeout, long enough to get the lock when it is freed."""
+    configured = settings.with_(deduct_batch_patience=0.1, lock_timeout=3.0)
+    with running_services(configured) as s:
+        deps = s.stock_app.extensions["stock"]
+        pilot_goods, free, stuck = unique("pilot"), unique("free"), unique("stuck")
+        for goods in (pilot_goods, free, stuck):
+            s.seed(goods, 5)
+        pilot, early, late = unique("flag"), unique("flag"), unique("flag")
+        set_flags(s, pilot, early, late)
+        stuck_holder = Holder(deps.locks, [stuck])
+        # The pilot's batch holds the lane (paused after its read) while the two queue.
+        go_on = threading.Event()
+        deps.deduction.faults = PauseAt("stop_after_read", lambda: go_on.wait(10))
+        finished: dict[str, float] = {}
+
+        def timed(flag: str, lines: Lines) -> tuple[int, dict[str, Any]]:
+            answer = reduce(s, flag, lines)
+            finished[flag] = time.monotonic()
+            return answer
+
+        with ThreadPoolExecutor(3) as pool:
+            start = time.monotonic()
+            pilot_answer = pool.submit(timed, pilot, {pilot_goods: 1})
+            queued(deps, 0)
+            early_answer = pool.submit(timed, early, {free: 1})
+            queued(deps, 1)
+            time.sleep(1.0)  # the late request arrives a second after the early one
+            late_answer = pool.submit(timed, late, {stuck: 1})
+            queued(deps, 2)
+            go_on.set()  # the early and the late request now form one batch
+            assert pilot_answer.result(10)[0] == 200
+            assert early_answer.result(10) == (200, early_answer.result()[1])
+            # Committed within the patience of the batch, not at the rest's timeout.
+            assert finished[early] - start < 2.0, finished[early] - start
+            time.sleep(max(0.0, start + 3.5 - time.monotonic()))
+            # Past the early request's deadline (start + 3.0 s), within the late one's own.
+            stuck_holder.release()
+            status, body = late_answer.result(10)
+        assert (status, body["outcome"]) == (200, "deducted"), body
+        assert (s.level(free), s.level(stuck)) == (4, 4)

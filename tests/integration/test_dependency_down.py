@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 
 import order_service
-from inventory.servers import ServerProcess, free_port, start_redis, start_zookeeper
+from inventory.local.servers import ServerProcess, free_port, start_redis, start_zookeeper
 from tests.conftest import make_settings, unique
 from tests.helpers import running_services
 
@@ -71,9 +71,11 @@ def test_zookeeper_down_gives_503_naming_it_and_keeps_the_flag_for_a_retry(
         response = s.order.post("/genOrder", json={"userId": user, "goodsIds": [goods]})
         assert response.status_code == 503
         assert response.json["dependency"] == "stock service"
+        # The flag was voided (that needs no lock): FAILED for good, and the answer says so.
+        assert response.json["status"] == "FAILED"
         [order] = s.orders_of(user)
         assert order["status"] == "FAILED"
-        assert order["reason"].startswith("stock_unavailable") and "zookeeper" in order["reason"]
+        assert order["reason"].startswith("voided") and "zookeeper" in order["reason"]
         assert s.level(goods) == 5
         health = s.stock.get("/healthz")
         assert health.status_code == 503 and health.json["checks"]["lock"] is False

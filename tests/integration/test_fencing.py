@@ -1,7 +1,7 @@
 """Fencing tokens on the stock rows, on SQLite, PostgreSQL and MySQL: a stale lock holder's write
 is refused by the database, with one commit per lock hold.
 
-The interleavings are played for real: a holder is paused at the store's own pause point (after
+The interleavings are played for real: a holder is paused at the hold's own pause point (after
 its read, before its write: where the stale-holder demo stops a worker) while another holder
 runs a whole deduction on the same database.
 """
@@ -12,8 +12,10 @@ import pytest
 import sqlalchemy as sa
 
 from shared.db import make_engine
+from shared.faults import NO_FAULTS, Faults
 from shared.locks import Lease, LockLost
-from stock_service.batch import Outcome, Request
+from stock_service.batch import Decision, Outcome, Request, Shortfall
+from stock_service.decide import decide_batch
 from stock_service.store import StockStore
 from stock_service.tables import stock_flow
 from tests.conftest import unique
@@ -27,7 +29,23 @@ def engine(database_url: str) -> sa.Engine:
 
 @pytest.fixture
 def store(engine: sa.Engine) -> StockStore:
-    return StockStore(engine, fencing=True)
+    return StockStore(engine)
+
+
+def deduct(
+    store: StockStore,
+    flag: str,
+    lines: dict[str, int],
+    lease: Lease,
+    faults: Faults = NO_FAULTS,
+    fencing: bool = True,
+) -> list[Shortfall]:
+    """One request in a hold of its own: its shortfalls, empty when deducted (or duplicate)."""
+    return decide_batch(store, [Request(flag, lines)], lease, fencing, faults)[0].shortfalls
+
+
+def decide(store: StockStore, requests: list[Request], lease: Lease) -> list[Decision]:
+    return decide_batch(store, requests, lease, fencing=True)
 
 
 def seeded(store: StockStore, num: int, token: int = 1) -> str:
@@ -48,10 +66,10 @@ def flows_of(engine: sa.Engine, goods: str) -> list[tuple[str, int, int]]:
 
 def test_a_holder_whose_token_is_older_than_the_rows_writes_nothing(store: StockStore) -> None:
     goods = seeded(store, 5)
-    assert store.deduct(unique("flag"), {goods: 1}, Lease(tokens={goods: 200})) == []
+    assert deduct(store, unique("flag"), {goods: 1}, Lease(tokens={goods: 200})) == []
     flag = unique("flag")
     with pytest.raises(LockLost, match="newer lock holder"):
-        store.deduct(flag, {goods: 1}, Lease(tokens={goods: 100}))
+        deduct(store, flag, {goods: 1}, Lease(tokens={goods: 100}))
     assert store.level(goods)["num"] == 4
     assert store.flows(flag) == []
 
@@ -63,17 +81,13 @@ def test_a_stale_holder_that_read_before_the_new_holder_wrote_is_refused(
     flag_a, flag_b = unique("flag"), unique("flag")
     # Holder A (token 100) reads the last unit, then pauses past its session; meanwhile
     # holder B (token 200) acquires and sells that unit.
-    paused_a = StockStore(
-        engine,
-        fencing=True,
-        faults=PauseAt(
-            "stop_after_read",
-            lambda: store.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})),
-        ),
+    pause_a = PauseAt(
+        "stop_after_read",
+        lambda: deduct(store, flag_b, {goods: 1}, Lease(tokens={goods: 200})),
     )
     # A resumes and writes what it computed from its old read: refused, nothing written.
     with pytest.raises(LockLost, match="newer lock holder"):
-        paused_a.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100}))
+        deduct(store, flag_a, {goods: 1}, Lease(tokens={goods: 100}), pause_a)
     assert store.level(goods)["num"] == 0
     assert flows_of(engine, goods) == [(flag_b, 1, 200)]
 
@@ -85,18 +99,14 @@ def test_a_stale_write_that_lands_first_makes_the_new_holder_read_again(
     flag_a, flag_b = unique("flag"), unique("flag")
     # B (token 200) reads 5 and pauses; the stale A (token 100), which read before B
     # acquired, writes first: 5 - 3 = 2 is a correct serial step, and it lands.
-    paused_b = StockStore(
-        engine,
-        fencing=True,
-        faults=PauseAt(
-            "stop_after_read",
-            lambda: store.deduct(flag_a, {goods: 3}, Lease(tokens={goods: 100})),
-        ),
+    pause_b = PauseAt(
+        "stop_after_read",
+        lambda: deduct(store, flag_a, {goods: 3}, Lease(tokens={goods: 100})),
     )
     # B's compare-and-set finds a row it did not read: it reads again (2 left) and its
     # request for 3 no longer fits. Without the compare-and-set B would write 5 - 3 = 2 over
     # A's sale and six units would be sold from five.
-    shortfalls = paused_b.deduct(flag_b, {goods: 3}, Lease(tokens={goods: 200}))
+    shortfalls = deduct(store, flag_b, {goods: 3}, Lease(tokens={goods: 200}), pause_b)
     assert shortfalls and shortfalls[0].available == 2
     assert store.level(goods)["num"] == 2
     assert flows_of(engine, goods) == [(flag_a, 3, 100)]
@@ -107,15 +117,11 @@ def test_after_reading_again_the_new_holder_moves_the_fence_forward(
 ) -> None:
     goods = seeded(store, 5)
     flag_a, flag_b = unique("flag"), unique("flag")
-    paused_b = StockStore(
-        engine,
-        fencing=True,
-        faults=PauseAt(
-            "stop_after_read",
-            lambda: store.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100})),
-        ),
+    pause_b = PauseAt(
+        "stop_after_read",
+        lambda: deduct(store, flag_a, {goods: 1}, Lease(tokens={goods: 100})),
     )
-    assert paused_b.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})) == []
+    assert deduct(store, flag_b, {goods: 1}, Lease(tokens={goods: 200}), pause_b) == []
     row = store.level(goods)
     assert (row["num"], row["fence"]) == (3, 200)
     # The fence of each flow, in commit order, never goes backwards.
@@ -127,7 +133,7 @@ def test_a_lease_lost_before_commit_rolls_the_whole_batch_back(store: StockStore
     requests = [Request(unique("flag"), {a: 1}), Request(unique("flag"), {a: 1, b: 2})]
     lost = Lease(tokens={a: 300, b: 300}, still_held=lambda: False)
     with pytest.raises(LockLost):
-        store.deduct_batch(requests, lost)
+        decide(store, requests, lost)
     assert (store.level(a)["num"], store.level(b)["num"]) == (5, 5)
     assert all(store.flows(r.flag) == [] for r in requests)
 
@@ -135,7 +141,8 @@ def test_a_lease_lost_before_commit_rolls_the_whole_batch_back(store: StockStore
 def test_a_batch_is_decided_in_order_with_one_token(store: StockStore) -> None:
     goods = seeded(store, 4)
     flags = [unique("flag") for _ in range(4)]
-    decisions = store.deduct_batch(
+    decisions = decide(
+        store,
         [
             Request(flags[0], {goods: 3}),
             Request(flags[1], {goods: 2}),  # does not fit after the first
@@ -164,26 +171,58 @@ def test_one_hold_writes_a_row_twice_when_its_batch_is_served_in_two_parts(
     goods = seeded(store, 5)
     lease = Lease(tokens={goods: 700})
     first, rest = unique("flag"), unique("flag")
-    assert store.deduct(first, {goods: 1}, lease) == []
-    assert store.deduct(rest, {goods: 2}, lease) == []
+    assert deduct(store, first, {goods: 1}, lease) == []
+    assert deduct(store, rest, {goods: 2}, lease) == []
     row = store.level(goods)
     assert (row["num"], row["fence"]) == (2, 700)
     assert [f["num"] for f in store.flows(rest)] == [2]
 
 
 def test_without_fencing_a_stale_write_still_lands(engine: sa.Engine) -> None:
-    unfenced = StockStore(engine, fencing=False)
+    unfenced = StockStore(engine)
     goods = seeded(unfenced, 1)
     flag_a, flag_b = unique("flag"), unique("flag")
-    paused_a = StockStore(
-        engine,
-        fencing=False,
-        faults=PauseAt(
-            "stop_after_read",
-            lambda: unfenced.deduct(flag_b, {goods: 1}, Lease(tokens={goods: 200})),
-        ),
+    pause_a = PauseAt(
+        "stop_after_read",
+        lambda: deduct(unfenced, flag_b, {goods: 1}, Lease(tokens={goods: 200}), fencing=False),
     )
     # The oversell fencing prevents: A writes 1 - 1 = 0 over B's sale of the same unit.
-    assert paused_a.deduct(flag_a, {goods: 1}, Lease(tokens={goods: 100})) == []
+    assert (
+        deduct(unfenced, flag_a, {goods: 1}, Lease(tokens={goods: 100}), pause_a, fencing=False)
+        == []
+    )
     assert unfenced.level(goods)["num"] == 0
     assert len(flows_of(engine, goods)) == 2
+
+
+def test_one_flag_is_one_operation_even_with_two_bodies_under_two_locks(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    """Two attempts of one flag with different lines (two processes, so two locks: one per
+    goods id) both read before either writes. The (flag, goods id) key of the flows cannot
+    see it; the decision's key (one row per flag) can: one deducts, the other is a duplicate."""
+    g1, g2 = seeded(store, 5), seeded(store, 5)
+    flag = unique("flag")
+    pause = PauseAt(
+        "stop_after_read", lambda: deduct(store, flag, {g2: 1}, Lease(tokens={g2: 200}))
+    )
+    deduct(store, flag, {g1: 1}, Lease(tokens={g1: 100}), pause)
+    assert (store.level(g1)["num"], store.level(g2)["num"]) == (5, 4)
+    assert [(f["goods_id"], f["num"]) for f in store.flows(flag)] == [(g2, 1)]
+    assert store.decision(flag) == "deducted"
+
+
+def test_a_deduction_that_read_before_the_flag_was_voided_writes_nothing(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    """Void needs no lock: a holder that read the flag undecided, then finds it voided by the
+    decision's key at its write, reads again and answers voided."""
+    goods = seeded(store, 5)
+    flag = unique("flag")
+    pause = PauseAt("stop_after_read", lambda: store.void(flag, "voided: test"))
+    [decision] = decide_batch(
+        store, [Request(flag, {goods: 1})], Lease(tokens={goods: 100}), True, pause
+    )
+    assert decision.outcome is Outcome.VOIDED
+    assert store.level(goods)["num"] == 5 and store.flows(flag) == []
+    assert store.void(flag, "again") == "voided"

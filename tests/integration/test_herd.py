@@ -1,7 +1,7 @@
 """The article's herd effect, measured on a real ZooKeeper."""
 
-from inventory.herd import compare
-from inventory.servers import ServerProcess
+from inventory.local.servers import ServerProcess
+from inventory.scenarios.herd import compare
 
 
 def test_one_watched_node_wakes_the_herd_and_the_sequential_lock_wakes_one(

@@ -15,7 +15,7 @@ import pytest
 import redis as redis_lib
 
 import migrations
-from inventory.servers import ServerProcess, start_zookeeper
+from inventory.local.servers import ServerProcess, start_zookeeper
 from shared.db import make_engine
 from shared.locks import LockBackend, LockLost, LockTimeout
 from shared.locks.database import DatabaseLocks

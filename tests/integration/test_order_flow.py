@@ -159,3 +159,34 @@ def test_health_reports_each_dependency(services: Services) -> None:
         "redis": True,
         "lock": True,
     }
+
+
+class Recording(httpx.BaseTransport):
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls.append(f"{request.method} {request.url.path.split('/')[1]}")
+        return self.inner.handle_request(request)
+
+
+def test_a_deduction_is_confirmed_from_the_rows_its_answer_carries(settings: Settings) -> None:
+    """The happy path costs one call: the `deducted` answer carries the stock-flow rows its
+    commit wrote (what GET /stockFlow returns), so nothing is read back."""
+    made: list[Recording] = []
+
+    def wrap(inner: httpx.BaseTransport) -> httpx.BaseTransport:
+        made.append(Recording(inner))
+        return made[0]
+
+    with running_services(settings, wrap_transport=wrap) as s:
+        goods = unique()
+        s.seed(goods, 5)
+        response = s.order.post(
+            "/genOrder", json={"userId": unique("u"), "items": [{"goodsId": goods, "num": 2}]}
+        )
+        assert response.status_code == 200, response.json
+        assert made[0].calls == ["PUT reduceStock"]
+        rows = s.stock.get(f"/stockFlow/{response.json['orderId']}").json
+        assert [(r["goodsId"], r["num"]) for r in rows] == [(goods, 2)]

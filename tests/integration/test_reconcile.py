@@ -1,14 +1,20 @@
-"""Reconciliation makes orders agree with the stock flow when a deduction lands late."""
+"""Reconciliation settles the PENDING orders from the stock database's decision, in pages,
+whatever their age, and never looks at a settled order again."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 
+import httpx
 import pytest
 import redis as redis_lib
+import sqlalchemy as sa
 
+from order_service import transitions
 from order_service.reconcile import reconcile
+from order_service.stock_client import StockClient
+from order_service.tables import orders
 from shared.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
@@ -20,59 +26,115 @@ def services(settings: Settings) -> Iterator[Services]:
         yield s
 
 
-def later(minutes: float) -> datetime:
-    return datetime.now(UTC).replace(tzinfo=None) + timedelta(minutes=minutes)
+class Counting(httpx.BaseTransport):
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.calls: list[str] = []
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        self.calls.append(f"{request.method} {request.url.path}")
+        return self.inner.handle_request(request)
 
 
-def run(services: Services, now: datetime, flag_ttl_s: float = 1800) -> object:
-    deps = services.order_app.extensions["orders"]
-    return reconcile(
-        deps.store,
-        deps.stock,
-        older_than=timedelta(seconds=30),
-        horizon=timedelta(hours=1),
-        flag_ttl=timedelta(seconds=flag_ttl_s),
-        now=now,
-    )
+def run(s: Services, older_than: float = 0, page_size: int = 200) -> tuple[object, Counting]:
+    transport = Counting(httpx.WSGITransport(app=s.stock_app))
+    with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        report = reconcile(
+            s.order_app.extensions["orders"].store,
+            stock,
+            timedelta(seconds=older_than),
+            page_size=page_size,
+        )
+    return report, transport
 
 
-def test_a_failed_order_whose_deduction_landed_late_becomes_confirmed(services: Services) -> None:
-    goods, user = unique(), unique("u")
-    services.seed(goods, 3)
-    # The order gave up (FAILED, not_confirmed) ...
-    deps = services.order_app.extensions["orders"]
+def pending_order(s: Services, lines: dict[str, int], age: timedelta | None = None) -> str:
+    store = s.order_app.extensions["orders"].store
     order_id = unique("o")
-    deps.store.create_pending(order_id, user, {goods: 1}, None, None)
-    deps.store.finish(order_id, "FAILED", "not_confirmed")
-    # ... and then its paused attempt committed the deduction.
-    redis_lib.Redis.from_url(services.settings.redis_url).set(order_id, "orderId", ex=60)
-    answer = services.stock.put(
-        f"/reduceStock/{order_id}", json=[{"goodsId": goods, "goodsNum": 1}]
-    )
+    transitions.create_pending(store, order_id, unique("u"), lines, None, None)
+    transitions.finish(store, order_id, "PENDING", "outcome_unknown: ConnectError")
+    if age is not None:
+        stamp = datetime.now(UTC).replace(tzinfo=None) - age
+        with s.engine.begin() as conn:
+            conn.execute(sa.update(orders).where(orders.c.id == order_id).values(created_at=stamp))
+    return order_id
+
+
+def deduct_late(s: Services, flag: str, goods: str) -> None:
+    """The order's paused attempt commits after its request gave up."""
+    redis_lib.Redis.from_url(s.settings.redis_url).set(flag, "orderId", ex=60)
+    answer = s.stock.put(f"/reduceStock/{flag}", json=[{"goodsId": goods, "goodsNum": 1}])
     assert answer.json["outcome"] == "deducted"
 
-    report = run(services, now=later(5))
-    assert order_id in report.confirmed  # type: ignore[attr-defined]
-    row = services.order.get(f"/orders/{order_id}").json
-    assert row["status"] == "CONFIRMED" and row["reason"].startswith("reconciled")
-    assert order_id not in run(services, now=later(5)).confirmed  # type: ignore[attr-defined]
+
+def status(s: Services, order_id: str) -> str:
+    return str(s.order.get(f"/orders/{order_id}").json["status"])
 
 
-def test_a_pending_order_without_flows_fails_once_its_flag_has_expired(services: Services) -> None:
-    deps = services.order_app.extensions["orders"]
-    young, old = unique("o"), unique("o")
-    for order_id in (young, old):
-        deps.store.create_pending(order_id, unique("u"), {unique(): 1}, None, None)
-        deps.store.finish(order_id, "PENDING", "outcome_unknown: ConnectError")
-    report = run(services, now=later(2), flag_ttl_s=60)
-    assert {young, old} <= set(report.failed)  # type: ignore[attr-defined]
-    assert services.order.get(f"/orders/{old}").json["status"] == "FAILED"
-
-
-def test_a_failed_order_with_no_flows_stays_failed(services: Services) -> None:
+def test_a_pending_order_whose_deduction_landed_late_becomes_confirmed(services: Services) -> None:
+    s = services
     goods = unique()
-    services.seed(goods, 0)
-    response = services.order.post("/genOrder", json={"userId": unique("u"), "goodsIds": [goods]})
-    assert response.status_code == 409
-    run(services, now=later(5))
-    assert services.order.get(f"/orders/{response.json['orderId']}").json["status"] == "FAILED"
+    s.seed(goods, 3)
+    order_id = pending_order(s, {goods: 1})
+    deduct_late(s, order_id, goods)
+    report, _ = run(s)
+    assert order_id in report.confirmed  # type: ignore[attr-defined]
+    row = s.order.get(f"/orders/{order_id}").json
+    assert row["status"] == "CONFIRMED" and row["reason"].startswith("reconciled: deducted")
+    assert order_id not in run(s)[0].confirmed  # type: ignore[attr-defined]
+
+
+def test_a_pending_order_without_a_deduction_is_voided_and_no_attempt_can_deduct_later(
+    services: Services,
+) -> None:
+    s = services
+    goods = unique()
+    s.seed(goods, 3)
+    order_id = pending_order(s, {goods: 1})
+    report, _ = run(s)
+    assert order_id in report.failed  # type: ignore[attr-defined]
+    assert status(s, order_id) == "FAILED"
+    redis_lib.Redis.from_url(s.settings.redis_url).set(order_id, "orderId", ex=60)
+    late = s.stock.put(f"/reduceStock/{order_id}", json=[{"goodsId": goods, "goodsNum": 1}])
+    assert (late.status_code, late.json["outcome"]) == (409, "voided")
+    assert s.level(goods) == 3
+
+
+def test_a_pass_examines_only_pending_orders_never_the_refused_ones(services: Services) -> None:
+    """Fault 6: every pass re-read the flow of every FAILED order of the last 24 h, refusals
+    included, with one HTTP call each. Now a FAILED order is settled for good: 40 refusals
+    cost the pass nothing."""
+    s = services
+    goods = unique()
+    s.seed(goods, 0)
+    for _ in range(40):
+        refused = s.order.post("/genOrder", json={"userId": unique("u"), "goodsIds": [goods]})
+        assert refused.status_code == 409
+    order_id = pending_order(s, {goods: 1})
+    report, transport = run(s)
+    assert report.examined == 1  # type: ignore[attr-defined]
+    assert transport.calls == [f"PUT /voidFlag/{order_id}"]
+
+
+def test_pending_orders_of_any_age_are_reached_in_pages(services: Services) -> None:
+    """Fault 6: PENDING orders older than 24 h were never looked at again."""
+    s = services
+    goods = unique()
+    s.seed(goods, 10)
+    old = [pending_order(s, {goods: 1}, age=timedelta(days=days)) for days in (3, 2, 1.5)]
+    young = [pending_order(s, {goods: 1}) for _ in range(2)]
+    report, transport = run(s, page_size=2)
+    assert set(old + young) <= set(report.failed)  # type: ignore[attr-defined]
+    assert report.pages >= 3  # type: ignore[attr-defined]
+    assert transport.calls[:3] == [f"PUT /voidFlag/{o}" for o in old]  # oldest first
+
+
+def test_orders_younger_than_the_bound_are_left_to_their_requests(services: Services) -> None:
+    s = services
+    goods = unique()
+    s.seed(goods, 10)
+    order_id = pending_order(s, {goods: 1})
+    report, transport = run(s, older_than=60)
+    assert order_id not in report.failed  # type: ignore[attr-defined]
+    assert f"PUT /voidFlag/{order_id}" not in transport.calls
+    assert status(s, order_id) == "PENDING"

@@ -16,9 +16,11 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-from inventory.servers import ServerProcess, spawn, stop_pid, wait_until
+from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
+from order_service import transitions
 from order_service.reconciler_service import serve
-from order_service.store import FENCE_READ, OrderStore, Superseded
+from order_service.store import FENCE_READ, OrderStore
+from order_service.transitions import Superseded
 from shared.db import make_engine
 from shared.settings import Settings
 from tests.conftest import unique
@@ -29,23 +31,23 @@ def fence_now(engine: sa.Engine) -> int:
         return int(conn.execute(FENCE_READ).scalar_one())
 
 
-def failed_order(store: OrderStore) -> str:
+def pending_order(store: OrderStore) -> str:
     order_id = unique("o")
-    store.create_pending(order_id, unique("u"), {unique(): 1}, None, None)
-    store.finish(order_id, "FAILED", "not_confirmed")
+    transitions.create_pending(store, order_id, unique("u"), {unique(): 1}, None, None)
+    transitions.finish(store, order_id, "PENDING", "outcome_unknown: ConnectError")
     return order_id
 
 
 def test_a_deposed_leaders_write_is_refused_by_the_fence(database_url: str) -> None:
     store = OrderStore(make_engine(database_url))
     base = fence_now(store.engine)
-    first, second = failed_order(store), failed_order(store)
-    assert store.settle(first, "FAILED", "CONFIRMED", "reconciled", fence=base + 10)
+    first, second = pending_order(store), pending_order(store)
+    assert transitions.settle(store, first, "PENDING", "CONFIRMED", "reconciled", fence=base + 10)
     with pytest.raises(Superseded, match=f"token {base + 10}"):
-        store.settle(second, "FAILED", "CONFIRMED", "reconciled", fence=base + 5)
-    assert store.get(second).status == "FAILED"  # type: ignore[union-attr]
+        transitions.settle(store, second, "PENDING", "CONFIRMED", "reconciled", fence=base + 5)
+    assert store.get(second).status == "PENDING"  # type: ignore[union-attr]
     # the same leader again, and a newer one, still write
-    assert store.settle(second, "FAILED", "CONFIRMED", "reconciled", fence=base + 10)
+    assert transitions.settle(store, second, "PENDING", "CONFIRMED", "reconciled", fence=base + 10)
     assert fence_now(store.engine) == base + 10
     store.engine.dispose()
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from inventory.servers import ServerProcess
+from inventory.local.servers import ServerProcess
 from shared.locks import LockLost, LockTimeout, LockUnavailable
 from shared.locks.redlock import RedLocks
 from tests.conftest import unique

@@ -1,17 +1,21 @@
-"""The schema policy at start-up, and a lock wait that ends in a clear 503."""
+"""The schema policy at start-up, a lock wait that ends in a clear 503, and one that outlasts a
+ZooKeeper reconnection."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 import redis as redis_lib
 
 import stock_service
+from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
 from shared.locks.zookeeper import ZooKeeperLocks
 from shared.settings import Settings
 from shared.startup import SchemaOutOfDate
-from tests.conftest import unique
+from tests.conftest import make_settings, unique
 from tests.helpers import held_by_another_thread, running_services
 
 
@@ -51,3 +55,39 @@ def test_a_lock_held_too_long_ends_in_a_503_and_keeps_the_flag(settings: Setting
                 assert s.level(goods) == 5
         finally:
             other.close()
+
+
+def test_a_deduction_that_arrives_while_zookeeper_reconnects_waits_for_it(
+    database_url: str, redis_server: ServerProcess, tmp_path: Path
+) -> None:
+    """A ZooKeeper leader election (here: the server paused, so the connection is suspended)
+    must not fail the deductions that arrive meanwhile at the batch's patience (0.1 s): they
+    wait for the connection within their own LOCK_TIMEOUT. Failing them at once voided their
+    orders in the chaos run's kill-zk-leader window."""
+    zk = start_zookeeper(tmp_path / "zk", fsync=False)
+    settings = make_settings(database_url, zk, redis_server, zk_session_timeout=6.0)
+    try:
+        with running_services(settings.with_(lock_timeout=10.0)) as s:
+            deps = s.stock_app.extensions["stock"]
+            goods, flag = unique(), unique("flag")
+            s.seed(goods, 5)  # connects the stock service's ZooKeeper client
+            redis_lib.Redis.from_url(settings.redis_url).set(flag, "orderId", ex=60)
+            zk.pause()
+            try:
+                wait_until(lambda: not deps.locks.connected.is_set(), 15, "the suspension")
+                with ThreadPoolExecutor(1) as pool:
+                    answer = pool.submit(
+                        lambda: s.stock_app.test_client().put(
+                            f"/reduceStock/{flag}", json=[{"goodsId": goods, "goodsNum": 1}]
+                        )
+                    )
+                    time.sleep(1.0)  # it waits, rather than answering 503 at once
+                    assert not answer.done()
+                    zk.resume()
+                    response = answer.result(15)
+            finally:
+                zk.resume()
+            assert (response.status_code, response.json["outcome"]) == (200, "deducted")
+            assert s.level(goods) == 4
+    finally:
+        zk.stop()

@@ -92,13 +92,43 @@ def test_flag_back_in_redis_but_flows_present_is_a_duplicate(services: Services)
     assert services.level(goods) == 4
 
 
-def test_flag_missing_from_redis_is_a_duplicate_and_nothing_is_deducted(services: Services) -> None:
+def test_a_flag_unknown_to_redis_and_the_database_is_not_a_duplicate(services: Services) -> None:
+    """Redis lost the flag of an attempt that was never decided: not a false `duplicate` (the
+    order service would then find no flow and fail a sale it never made), but unknown_flag,
+    with nothing deducted, so the order service can write the flag again."""
     goods, flag = unique(), unique("flag")
     services.seed(goods, 5)
     status, body = reduce(services, flag, [(goods, 1)])
-    assert (status, body["outcome"]) == (200, "duplicate")
+    assert (status, body["outcome"]) == (409, "unknown_flag")
     assert services.level(goods) == 5
     assert services.flows(flag=flag) == []
+    flag_in_redis(services, flag)  # written again: now it is served
+    status, body = reduce(services, flag, [(goods, 1)])
+    assert (status, body["outcome"]) == (200, "deducted")
+    assert services.level(goods) == 4
+
+
+def test_a_voided_flag_is_never_deducted(services: Services) -> None:
+    goods, flag = unique(), unique("flag")
+    services.seed(goods, 5)
+    flag_in_redis(services, flag)
+    voided = services.stock.put(f"/voidFlag/{flag}").json
+    assert (voided["outcome"], voided["flows"]) == ("voided", [])
+    flag_in_redis(services, flag)  # a late attempt still carrying the flag
+    status, body = reduce(services, flag, [(goods, 1)])
+    assert (status, body["outcome"]) == (409, "voided")
+    assert services.level(goods) == 5 and services.flows(flag=flag) == []
+
+
+def test_voiding_a_deducted_flag_changes_nothing_and_shows_its_flows(services: Services) -> None:
+    goods, flag = unique(), unique("flag")
+    services.seed(goods, 5)
+    flag_in_redis(services, flag)
+    assert reduce(services, flag, [(goods, 2)])[1]["outcome"] == "deducted"
+    answer = services.stock.put(f"/voidFlag/{flag}").json
+    assert answer["outcome"] == "deducted"
+    assert [(f["goodsId"], f["num"]) for f in answer["flows"]] == [(goods, 2)]
+    assert services.level(goods) == 3
 
 
 def test_multi_line_order_with_one_short_line_changes_nothing(services: Services) -> None:

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from inventory.servers import ServerProcess
+from inventory.local.servers import ServerProcess
 from shared.locks import LockUnavailable
 from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import unique

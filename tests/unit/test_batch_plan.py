@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import random
 
-from stock_service.batch import Outcome, Request, Shortfall, plan
+from stock_service.batch import Kind, Outcome, Request, Shortfall, plan
 
 
 def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> None:
     result = plan(
         [Request("f1", {"g": 3}), Request("f2", {"g": 3}), Request("f3", {"g": 2})],
         {"g": 5},
-        set(),
+        {},
     )
     assert [d.outcome for d in result.decisions] == [
         Outcome.DEDUCTED,
@@ -27,18 +27,18 @@ def test_a_request_that_does_not_fit_changes_nothing_and_fails_alone() -> None:
     result = plan(
         [Request("big", {"a": 1, "b": 99}), Request("small", {"a": 1, "b": 1})],
         {"a": 1, "b": 1},
-        set(),
+        {},
     )
     assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
     assert result.decisions[0].shortfalls == [Shortfall("b", 99, 1)]  # only the short line
     assert result.levels == {"a": 0, "b": 0}
 
 
-def test_a_flag_with_flows_or_seen_earlier_in_the_batch_is_a_duplicate() -> None:
+def test_a_flag_deducted_before_or_earlier_in_the_batch_is_a_duplicate() -> None:
     result = plan(
         [Request("old", {"g": 1}), Request("new", {"g": 1}), Request("new", {"g": 1})],
         {"g": 10},
-        {"old"},
+        {"old": "deducted"},
     )
     assert [d.outcome for d in result.decisions] == [
         Outcome.DUPLICATE,
@@ -48,14 +48,28 @@ def test_a_flag_with_flows_or_seen_earlier_in_the_batch_is_a_duplicate() -> None
     assert result.levels == {"g": 9}
 
 
+def test_a_voided_flag_is_never_deducted_whatever_its_lines() -> None:
+    result = plan(
+        [Request("dead", {"g": 1}), Request("dead", {"h": 1})], {"g": 5, "h": 5}, {"dead": "voided"}
+    )
+    assert [d.outcome for d in result.decisions] == [Outcome.VOIDED, Outcome.VOIDED]
+    assert result.changed == set()
+
+
+def test_one_flag_is_one_operation_whatever_its_lines() -> None:
+    result = plan([Request("f", {"g": 1}), Request("f", {"h": 2})], {"g": 5, "h": 5}, {})
+    assert [d.outcome for d in result.decisions] == [Outcome.DEDUCTED, Outcome.DUPLICATE]
+    assert result.levels == {"g": 4, "h": 5}
+
+
 def test_a_refused_flag_may_be_tried_again_later_in_the_batch() -> None:
     # Refused for lack of stock, the flag has no flows: a later request with it is served.
-    result = plan([Request("f", {"g": 2}), Request("f", {"g": 1})], {"g": 1}, set())
+    result = plan([Request("f", {"g": 2}), Request("f", {"g": 1})], {"g": 1}, {})
     assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
 
 
 def test_unknown_goods_have_nothing_to_give() -> None:
-    result = plan([Request("f", {"ghost": 1})], {}, set())
+    result = plan([Request("f", {"ghost": 1})], {}, {})
     assert result.decisions[0].shortfalls == [Shortfall("ghost", 1, 0)]
     assert result.changed == set()
 
@@ -70,14 +84,50 @@ def test_a_batch_answers_exactly_as_the_requests_one_at_a_time_would() -> None:
             Request(flag, {g: rng.randint(1, 4) for g in rng.sample(goods, rng.randint(1, 3))})
             for flag in flags
         ]
-        seen = {f"f{rng.randint(0, 8)}"} if rng.random() < 0.3 else set()
+        seen = {f"f{rng.randint(0, 8)}": rng.choice(("deducted", "voided"))}
+        seen = seen if rng.random() < 0.3 else {}
         batch = plan(requests, levels, seen)
         # The same requests one at a time, each a batch of its own on what the last one left.
-        running, done = dict(levels), set(seen)
+        running, done = dict(levels), dict(seen)
         for request, decision in zip(requests, batch.decisions, strict=True):
             alone = plan([request], running, done)
             assert alone.decisions[0] == decision
             running = alone.levels
             if decision.outcome is Outcome.DEDUCTED:
-                done.add(request.flag)
+                done[request.flag] = "deducted"
         assert batch.levels == running
+
+
+def test_a_return_gives_back_exactly_its_lines_once() -> None:
+    result = plan(
+        [
+            Request("sold", {"g": 2, "h": 1}, Kind.RETURN),
+            Request("sold", {"g": 2, "h": 1}, Kind.RETURN),  # a repeated cancel
+            Request("new", {"g": 3}),
+        ],
+        {"g": 1, "h": 0},
+        {"sold": "deducted"},
+    )
+    assert [d.outcome for d in result.decisions] == [
+        Outcome.RETURNED,
+        Outcome.RETURNED,
+        Outcome.DEDUCTED,  # it fits only because the return came first, in arrival order
+    ]
+    assert result.returned == {0}
+    assert result.levels == {"g": 0, "h": 1}
+
+
+def test_a_return_of_a_flag_never_deducted_or_returned_changes_nothing() -> None:
+    result = plan(
+        [Request("dead", {"g": 1}, Kind.RETURN), Request("back", {"g": 1}, Kind.RETURN)],
+        {"g": 5},
+        {"dead": "voided", "back": "returned"},
+    )
+    assert [d.outcome for d in result.decisions] == [Outcome.VOIDED, Outcome.RETURNED]
+    assert result.changed == set() and result.returned == set()
+
+
+def test_a_deduction_of_a_returned_flag_is_refused_as_cancelled() -> None:
+    result = plan([Request("back", {"g": 1})], {"g": 5}, {"back": "returned"})
+    assert result.decisions[0].outcome is Outcome.CANCELLED
+    assert result.changed == set()

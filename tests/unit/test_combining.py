@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from shared import combining
 from shared.combining import BatchHandle, Combiner
 from shared.locks import LockTimeout
 
@@ -27,7 +28,7 @@ class Recorder:
         self.answer: Callable[[int], object] = lambda item: item * 10
 
     def __call__(
-        self, key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+        self, key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
     ) -> list[object]:
         self.batches.append(list(items))
         self.threads.append(threading.current_thread().name)
@@ -143,7 +144,7 @@ def test_a_detached_batch_lets_the_next_one_run_while_it_still_waits() -> None:
     release = threading.Event()
 
     def runner(
-        key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+        key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
     ) -> list[object]:
         if items[0] == 1:
             handle.detach()  # e.g. a batch left waiting for a lock that does not come
@@ -177,7 +178,7 @@ def test_late_joiners_that_fit_ride_the_running_batch_and_the_others_wait() -> N
     batches: list[list[int]] = []
 
     def runner(
-        key: Hashable, items: Sequence[int], timeout: float, handle: BatchHandle[int, object]
+        key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
     ) -> list[object]:
         if items == [0]:
             assert arrived.wait(10)
@@ -193,3 +194,112 @@ def test_late_joiners_that_fit_ride_the_running_batch_and_the_others_wait() -> N
         thread.join(10)
     assert batches == [[0, 2, 4], [1, 3, 6]]  # at most two joined; 6 waited its turn
     assert results == {1: 10, 2: 20, 3: 30, 4: 40, 6: 60}
+
+
+def test_each_member_of_a_batch_keeps_its_own_deadline() -> None:
+    runner = Recorder()
+    seen: list[list[float]] = []
+    combiner = Combiner[int, object](runner, batch_max=8)
+
+    def recording(
+        key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
+    ) -> list[object]:
+        seen.append(handle.deadlines)
+        return runner(key, items, handle)
+
+    combiner.run_batch = recording
+    _, first = submit_in_order(combiner, [1])
+    assert runner.first_running.wait(5)
+    started = time.monotonic()
+    done: dict[int, object] = {}
+    threads = [
+        threading.Thread(target=lambda i=i, t=t: done.update({i: combiner.submit("k", i, t)}))
+        for i, t in ((2, 5.0), (3, 30.0))
+    ]
+    for thread in threads:
+        thread.start()
+        time.sleep(0.02)
+    runner.go_on.set()
+    for thread in first + threads:
+        thread.join(10)
+    assert done == {2: 20, 3: 30}
+    short, long = seen[1]
+    # Not cut to the oldest member's: each its own.
+    assert short - started == pytest.approx(5.0, abs=0.5)
+    assert long - started == pytest.approx(30.0, abs=0.5)
+
+
+def test_a_member_answered_early_is_told_before_the_batch_ends() -> None:
+    release = threading.Event()
+
+    def runner(
+        key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
+    ) -> list[object]:
+        handle.answer(len(items) - 1, items[-1] * 10)  # committed first: told at once
+        assert release.wait(10)
+        return [item * 10 for item in items]
+
+    combiner = Combiner[int, object](runner, batch_max=8)
+    blocker = Recorder()
+    combiner.run_batch = lambda key, items, handle: (  # the first batch holds the lane
+        blocker(key, items, handle) if items == [1] else runner(key, items, handle)
+    )
+    _, first = submit_in_order(combiner, [1])
+    assert blocker.first_running.wait(5)
+    results, rest = submit_in_order(combiner, [2, 3])
+    blocker.go_on.set()
+    deadline = time.monotonic() + 5
+    while 3 not in results and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert results.get(3) == 30 and 2 not in results  # 3 answered while 2's batch still runs
+    release.set()
+    for thread in first + rest:
+        thread.join(10)
+    assert results == {2: 20, 3: 30}
+
+
+def test_a_request_handed_the_lead_as_its_wait_ends_keeps_its_deadline(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The race the combiner must survive: a queued request's wait times out at the moment the
+    running batch hands it the lead. It must lead with its own (spent) deadline: answered
+    LockTimeout at once, never a batch run with no deadline at all."""
+    detach_now, detached, go_on = threading.Event(), threading.Event(), threading.Event()
+    deadlines: list[list[float]] = []
+
+    def runner(
+        key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
+    ) -> list[object]:
+        deadlines.append(handle.deadlines)
+        if items == [1]:
+            assert detach_now.wait(10)
+            handle.detach()  # hands the lead to the queued request
+            detached.set()
+            assert go_on.wait(10)
+        return [item * 10 for item in items]
+
+    class TimesOutAsItIsHandedTheLead(threading.Event):
+        def wait(self, timeout: float | None = None) -> bool:
+            if timeout is None or self.is_set():
+                return super().wait(timeout)
+            time.sleep(timeout)  # its time runs out ...
+            detach_now.set()  # ... just as the running batch hands it the lead
+            assert detached.wait(10)
+            return False
+
+    class Pending(combining._Pending):  # type: ignore[type-arg]
+        def __init__(self, item: object, deadline: float) -> None:
+            super().__init__(item, deadline)
+            if item == 2:
+                self.event = TimesOutAsItIsHandedTheLead()
+
+    monkeypatch.setattr(combining, "_Pending", Pending)
+    combiner = Combiner[int, object](runner, batch_max=8)
+    _, first = submit_in_order(combiner, [1])
+    with pytest.raises(LockTimeout):
+        combiner.submit("k", 2, timeout=0.1)
+    go_on.set()
+    for thread in first:
+        thread.join(10)
+    assert all(d != float("inf") for batch in deadlines for d in batch)
+    assert [len(batch) for batch in deadlines] == [1]  # request 2 never ran

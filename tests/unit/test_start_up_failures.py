@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inventory.servers import ServerError, last_error, pid_alive, spawn, wait_until
+from inventory.local.servers import ServerError, last_error, pid_alive, spawn, wait_until
 
 GUNICORN_LOG = """\
 [2026-11-22 10:00:00 +0000] [10] [INFO] Starting gunicorn 27.0.1

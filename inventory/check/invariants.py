@@ -1,0 +1,252 @@
+"""The invariants of the design, each a function of a Snapshot (inventory.check/snapshot.py):
+
+I1 no oversell: no level below zero; initial - final = deducted - returned, per goods id and
+   seed version (initial: the level of the last PUT /stock, or given).
+I2 at most one deduction per flag: no (flag, goods id) with two flows.
+I3 orders match flows: every CONFIRMED or AWAITING_PAYMENT order has its flows, for its
+   quantities, and no return; no FAILED order has any flow; every CANCELLED order has returns
+   exactly equal to its flows.
+I4 no lost sale: every order refused for lack of stock has a line whose final level, less what
+   was returned to it since its seed, is below its quantity (see check_no_lost_sale).
+I5 liveness: no order left PENDING or CANCELLING.
+I8 returns: each return undoes a deduction made before it, exactly; no deduction of a voided
+   flag; no hold unpaid past its deadline plus the stated bound.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from inventory.check.snapshot import Snapshot
+from order_service.model import HOLDING, INSUFFICIENT_STOCK
+
+REFUSED = INSUFFICIENT_STOCK  # the reason of an order refused for lack of stock
+HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYMENT
+
+
+@dataclass
+class CheckResult:
+    invariant: str
+    name: str
+    ok: bool
+    detail: str
+    numbers: dict[str, Any] = field(default_factory=dict)
+
+
+def check_invariants(
+    snap: Snapshot,
+    initial: dict[str, int] | None = None,
+    now: datetime | None = None,
+    hold_bound: float = HOLD_BOUND,
+) -> list[CheckResult]:
+    from shared.db import utcnow
+
+    initial = initial or {}
+    return [
+        check_no_negative_stock(snap),
+        check_levels_match_flows(snap, initial),
+        check_one_flow_per_flag(snap),
+        check_orders_match_flows(snap),
+        check_no_lost_sale(snap),
+        check_no_pending(snap),
+        check_returns(snap, now or utcnow(), hold_bound),
+    ]
+
+
+def check_no_negative_stock(snap: Snapshot) -> CheckResult:
+    negative = {g: v[0] for g, v in snap.levels.items() if v[0] < 0}
+    return CheckResult(
+        "I1",
+        "no negative stock",
+        not negative,
+        f"{len(negative)} of {len(snap.levels)} goods below zero"
+        + (f": {_few(negative)}" if negative else ""),
+        {"goods": len(snap.levels), "negative": negative},
+    )
+
+
+def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckResult:
+    """initial - final = deducted - returned, per goods id and seed version."""
+    off: dict[str, dict[str, int]] = {}
+    sold = flowed = back = 0
+    for goods, (num, seeded, version) in snap.levels.items():
+        start = initial.get(goods, seeded)
+        flows = snap.flow_sums.get((goods, version), 0)
+        returned = snap.return_sums.get((goods, version), 0)
+        sold += start - num
+        flowed += flows
+        back += returned
+        if start - num != flows - returned:
+            off[goods] = {
+                "initial": start,
+                "final": num,
+                "flows": flows,
+                "returned": returned,
+                "oversold": flows - returned - start if flows - returned > start else 0,
+            }
+    oversold = sum(v["oversold"] for v in off.values())
+    detail = f"initial - final = {sold}, flows - returns = {flowed} - {back}"
+    if off:
+        detail += f"; {len(off)} goods differ" + (f", oversold by {oversold}" if oversold else "")
+        detail += f": {_few(off)}"
+    return CheckResult(
+        "I1",
+        "initial - final = flows - returns",
+        not off,
+        detail,
+        {
+            "deducted": sold,
+            "flows": flowed,
+            "returned": back,
+            "mismatched": off,
+            "oversold": oversold,
+        },
+    )
+
+
+def check_one_flow_per_flag(snap: Snapshot) -> CheckResult:
+    dups = snap.duplicate_flows
+    return CheckResult(
+        "I2",
+        "one flow per (flag, goods id)",
+        not dups,
+        f"{len(dups)} duplicated (flag, goods id)" + (f": {dups[:3]}" if dups else ""),
+        {"duplicates": len(dups)},
+    )
+
+
+def check_orders_match_flows(snap: Snapshot) -> CheckResult:
+    """CONFIRMED and AWAITING_PAYMENT orders have their flows and no return; FAILED orders have
+    no flow; CANCELLED orders have returns exactly equal to their flows (both empty when the
+    cancel came before any deduction)."""
+    holding = [o for o, s in snap.orders.items() if s in HOLDING]
+    failed = [o for o, s in snap.orders.items() if s == "FAILED"]
+    cancelled = [o for o, s in snap.orders.items() if s == "CANCELLED"]
+    missing = [
+        o
+        for o in holding
+        if snap.flows_by_flag.get(o, {}) != snap.lines.get(o, {}) or snap.returns_by_flag.get(o)
+    ]
+    failed_with_flows = [o for o in failed if snap.flows_by_flag.get(o)]
+    unreturned = [
+        o for o in cancelled if snap.returns_by_flag.get(o, {}) != snap.flows_by_flag.get(o, {})
+    ]
+    ok = not missing and not failed_with_flows and not unreturned
+    return CheckResult(
+        "I3",
+        "orders match flows",
+        ok,
+        f"{len(holding)} confirmed or held ({len(missing)} without their flows), "
+        f"{len(failed)} failed ({len(failed_with_flows)} with flows), "
+        f"{len(cancelled)} cancelled ({len(unreturned)} whose returns differ from their flows)",
+        {
+            "confirmed": len(holding),
+            "failed": len(failed),
+            "cancelled": len(cancelled),
+            "confirmed_without_flows": missing[:20],
+            "failed_with_flows": failed_with_flows[:20],
+            "cancelled_not_returned": unreturned[:20],
+        },
+    )
+
+
+def check_no_lost_sale(snap: Snapshot) -> CheckResult:
+    """Each order refused for lack of stock needs a witness: a line whose goods' final level,
+    less everything returned to it under the same seed, is below its quantity. Levels only go
+    down between two seeds but for returns, so the level when the order was refused was at
+    least that; if even that is enough, the order was refused while its stock was there. Only
+    lines of the goods' current seed version can witness (a level seeded again may have gone
+    up); an order refused only against earlier seed versions is out of scope. Orders recorded
+    without seed versions count as current."""
+    refused = [
+        o for o, s in snap.orders.items() if s == "FAILED" and snap.reasons.get(o) == REFUSED
+    ]
+    checked, stale, lost = 0, 0, {}
+    for order_id in refused:
+        lines = snap.lines.get(order_id, {})
+        short = snap.refused.get(order_id) or dict.fromkeys(lines)
+        current = [
+            g
+            for g, version in short.items()
+            if g in snap.levels and version in (None, snap.levels[g][2])
+        ]
+        if not current:
+            stale += 1
+            continue
+        checked += 1
+        if not any(_floor(snap, g) < lines[g] for g in current if g in lines):
+            lost[order_id] = {g: {"wanted": lines[g], "final": snap.levels[g][0]} for g in current}
+    detail = f"{checked} refused orders checked, {stale} from earlier seeds" + (
+        f"; {len(lost)} refused while their stock was there: {_few(lost)}"
+        if lost
+        else ", each has a line that does not fit"
+    )
+    return CheckResult(
+        "I4",
+        "no lost sale",
+        not lost,
+        detail,
+        {"checked": checked, "earlier_seeds": stale, "lost": lost},
+    )
+
+
+def _floor(snap: Snapshot, goods: str) -> int:
+    """The least the level can have been since its seed: the final level less the returns."""
+    num, _seeded, version = snap.levels[goods]
+    return num - snap.return_sums.get((goods, version), 0)
+
+
+def check_no_pending(snap: Snapshot) -> CheckResult:
+    pending = [o for o, s in snap.orders.items() if s in ("PENDING", "CANCELLING")]
+    return CheckResult(
+        "I5",
+        "every order final",
+        not pending,
+        f"{len(pending)} of {len(snap.orders)} orders still PENDING or CANCELLING",
+        {"pending": len(pending), "orders": len(snap.orders)},
+    )
+
+
+def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResult:
+    """I8: a return undoes exactly a deduction made before it; no deduction of a flag after its
+    cancel; no hold left unpaid past its deadline and the bound."""
+    stray = [
+        f"{flag}: returned {returns}, deducted {snap.flows_by_flag.get(flag, {})}"
+        for flag, returns in snap.returns_by_flag.items()
+        if returns != snap.flows_by_flag.get(flag, {})
+    ]
+    after_cancel = [
+        f"{flag}: deducted after it was voided"
+        for flag, decided in snap.decisions.items()
+        if decided == "voided" and snap.flows_by_flag.get(flag)
+    ] + [
+        f"{flag}/{goods}: deducted at {deducted}, returned at {returned}"
+        for flag, times in snap.return_times.items()
+        for goods, (deducted, returned) in times.items()
+        if deducted is None or deducted > returned
+    ]
+    late = [
+        order_id
+        for order_id, deadline in snap.pay_deadlines.items()
+        if snap.orders.get(order_id) == "AWAITING_PAYMENT"
+        and (now - deadline).total_seconds() > hold_bound
+    ]
+    bad = stray + after_cancel + late
+    returned = sum(sum(r.values()) for r in snap.returns_by_flag.values())
+    return CheckResult(
+        "I8",
+        "returns undo exactly their deductions; holds expire",
+        not bad,
+        f"{len(snap.returns_by_flag)} flags returned ({returned} units), {len(stray)} not "
+        f"matching their deduction, {len(after_cancel)} deducted after their cancel; "
+        f"{len(late)} holds unpaid {hold_bound:.0f} s past their deadline",
+        {"stray": stray[:20], "after_cancel": after_cancel[:20], "late_holds": late[:20]},
+    )
+
+
+def _few(mapping: dict[str, Any], n: int = 3) -> str:
+    items = list(mapping.items())
+    text = ", ".join(f"{k} {v}" for k, v in items[:n])
+    return text + (f" (+{len(items) - n} more)" if len(items) > n else "")

@@ -1,0 +1,145 @@
+"""What `inventory check` reads from the two databases, for the goods ids of a prefix: levels,
+flows, returns, flag decisions and orders. Plain data, so the invariants can be checked on
+hand-made snapshots too."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import Engine, Table, func, select
+from sqlalchemy.engine import Connection
+
+from order_service.tables import order_details, orders
+from stock_service.tables import flag_decision, stock, stock_flow, stock_return
+
+
+@dataclass
+class Snapshot:
+    """What the checks read: levels, flows, returns and orders of the goods in scope."""
+
+    levels: dict[str, tuple[int, int, int]]  # goods -> (num, seeded_num, seed_version)
+    flow_sums: dict[tuple[str, int], int]  # (goods, seed_version) -> sum(num)
+    duplicate_flows: list[tuple[str, str, int]]  # (flag, goods, count)
+    flows_by_flag: dict[str, dict[str, int]]  # flag -> goods -> num
+    orders: dict[str, str]  # order id -> status
+    lines: dict[str, dict[str, int]]  # order id -> goods -> num
+    reasons: dict[str, str | None] = field(default_factory=dict)  # order id -> reason
+    # order id -> goods -> seed version, for the lines refused for lack of stock (None: an
+    # order recorded before the seed version was kept)
+    refused: dict[str, dict[str, int | None]] = field(default_factory=dict)
+    return_sums: dict[tuple[str, int], int] = field(default_factory=dict)  # like flow_sums
+    returns_by_flag: dict[str, dict[str, int]] = field(default_factory=dict)
+    decisions: dict[str, str] = field(default_factory=dict)  # flag -> deducted|voided|returned
+    # flag -> goods -> (the flow's time, the return's time), for the returned lines
+    return_times: dict[str, dict[str, tuple[datetime, datetime]]] = field(default_factory=dict)
+    pay_deadlines: dict[str, datetime] = field(default_factory=dict)  # the holds' deadlines
+
+
+def _sums(conn: Connection, t: Table, like: str) -> dict[tuple[str, int], int]:
+    """Units per (goods id, seed version) of stock_flow or stock_return (the same columns)."""
+    return {
+        (r.goods_id, int(r.seed_version)): int(r.total)
+        for r in conn.execute(
+            select(t.c.goods_id, t.c.seed_version, func.sum(t.c.num).label("total"))
+            .where(t.c.goods_id.like(like))
+            .group_by(t.c.goods_id, t.c.seed_version)
+        )
+    }
+
+
+def _by_flag(conn: Connection, t: Table, like: str) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = defaultdict(dict)
+    for r in conn.execute(select(t.c.flag, t.c.goods_id, t.c.num).where(t.c.goods_id.like(like))):
+        out[r.flag][r.goods_id] = out[r.flag].get(r.goods_id, 0) + r.num
+    return dict(out)
+
+
+def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str = "") -> Snapshot:
+    like = f"{goods_prefix}%"
+    with stock_engine.connect() as conn:
+        levels = {
+            r.goods_id: (int(r.num), int(r.seeded_num), int(r.seed_version))
+            for r in conn.execute(select(stock).where(stock.c.goods_id.like(like)))
+        }
+        duplicate_flows = [
+            (r.flag, r.goods_id, int(r.n))
+            for r in conn.execute(
+                select(stock_flow.c.flag, stock_flow.c.goods_id, func.count().label("n"))
+                .where(stock_flow.c.goods_id.like(like))
+                .group_by(stock_flow.c.flag, stock_flow.c.goods_id)
+                .having(func.count() > 1)
+            )
+        ]
+        flows_by_flag = _by_flag(conn, stock_flow, like)
+        returns_by_flag = _by_flag(conn, stock_return, like)
+        flags = select(stock_flow.c.flag).where(stock_flow.c.goods_id.like(like))
+        decisions = {
+            r.flag: r.outcome
+            for r in conn.execute(
+                select(flag_decision.c.flag, flag_decision.c.outcome).where(
+                    flag_decision.c.flag.in_(flags)
+                )
+            )
+        }
+        return_times: dict[str, dict[str, tuple[datetime, datetime]]] = defaultdict(dict)
+        for r in conn.execute(
+            select(
+                stock_return.c.flag,
+                stock_return.c.goods_id,
+                stock_flow.c.created_at.label("deducted_at"),
+                stock_return.c.created_at.label("returned_at"),
+            )
+            .select_from(
+                stock_return.outerjoin(
+                    stock_flow,
+                    (stock_flow.c.flag == stock_return.c.flag)
+                    & (stock_flow.c.goods_id == stock_return.c.goods_id),
+                )
+            )
+            .where(stock_return.c.goods_id.like(like))
+        ):
+            return_times[r.flag][r.goods_id] = (r.deducted_at, r.returned_at)
+        flow_sums, return_sums = _sums(conn, stock_flow, like), _sums(conn, stock_return, like)
+    with order_engine.connect() as conn:
+        lines: dict[str, dict[str, int]] = defaultdict(dict)
+        refused: dict[str, dict[str, int | None]] = defaultdict(dict)
+        in_scope = select(order_details.c.order_id).where(order_details.c.goods_id.like(like))
+        for d in conn.execute(
+            select(
+                order_details.c.order_id,
+                order_details.c.goods_id,
+                order_details.c.goods_num,
+                order_details.c.available,
+                order_details.c.seed_version,
+            ).where(order_details.c.order_id.in_(in_scope))
+        ):
+            lines[d.order_id][d.goods_id] = int(d.goods_num)
+            if d.available is not None:
+                refused[d.order_id][d.goods_id] = d.seed_version
+        statuses, reasons, deadlines = {}, {}, {}
+        for o in conn.execute(
+            select(orders.c.id, orders.c.status, orders.c.reason, orders.c.pay_deadline).where(
+                orders.c.id.in_(in_scope)
+            )
+        ):
+            statuses[o.id] = o.status
+            reasons[o.id] = o.reason
+            if o.pay_deadline is not None:
+                deadlines[o.id] = o.pay_deadline
+    return Snapshot(
+        levels,
+        flow_sums,
+        duplicate_flows,
+        flows_by_flag,
+        statuses,
+        dict(lines),
+        reasons,
+        dict(refused),
+        return_sums,
+        returns_by_flag,
+        decisions,
+        dict(return_times),
+        deadlines,
+    )

@@ -1,0 +1,88 @@
+"""`inventory status`, and what every command that needs the stack says when there is none.
+
+The stack's state is found in one place, stack.json under INVENTORY_HOME (default ./.inventory
+of the folder the command runs in), so "no stack running" said from another folder used to
+look like no stack at all: the message names the folder it looked in. No stack is exit 2, as
+for seed, check or migrate (a usage matter: start one, or look elsewhere), not 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from rich.console import Console
+
+from inventory.cli.errors import UsageError
+from inventory.local import homes, stack_state
+from inventory.local.servers import pid_alive
+
+console = Console()
+
+
+def where() -> str:
+    """Where the state was looked for, and how to look elsewhere."""
+    path = stack_state.home_dir() / stack_state.STATE_FILE
+    if os.environ.get("INVENTORY_HOME"):
+        return f"{path} (from INVENTORY_HOME)"
+    return (
+        f"{path} (./.inventory of this folder: run from the folder `inventory up` ran in, "
+        "or set INVENTORY_HOME)"
+    )
+
+
+def no_stack(state: stack_state.StackState | None) -> str:
+    """The one line for "no stack to work on", saying where it looked."""
+    if state is None:
+        return f"no stack running: no state in {where()}; start one with `inventory up`"
+    down = [name for name, pid in state.pids.items() if not pid_alive(pid)]
+    return (
+        f"the stack recorded in {where()} is not running ({', '.join(down) or 'nothing'} "
+        "down); `inventory down` clears it, `inventory up` starts it again"
+    )
+
+
+def cmd_status(args: argparse.Namespace) -> int:
+    state = stack_state.load_state()
+    leftovers = homes.left_behind()
+    if args.json:
+        data: dict[str, Any] = state.as_json() if state else {"running": False}
+        data["state_file"] = str(stack_state.home_dir() / stack_state.STATE_FILE)
+        data["left_behind"] = [{"home": str(x.home), "pids": x.pids} for x in leftovers]
+        print(json.dumps(data, indent=2))
+    elif state is not None:
+        print_status(state)
+    if leftovers and not args.json:
+        for leftover in leftovers:
+            console.print(
+                f"[yellow]left behind by a run that was killed: {leftover.home} "
+                f"({len(leftover.pids)} processes still running)"
+            )
+        console.print("[yellow]`inventory down` stops them and removes their folders")
+    if state is None or not stack_state.is_running(state):
+        raise UsageError(no_stack(state))  # one line on stderr, exit 2 (stdout stays JSON)
+    return 0
+
+
+def print_status(state: stack_state.StackState) -> None:
+    data = state.as_json()
+    console.print(f"order service   {state.order_url}")
+    console.print(f"stock service   {state.stock_url}")
+    console.print(f"zookeeper       {state.zk_hosts}")
+    console.print(f"redis           {state.redis_url}")
+    if state.etcd_endpoints:
+        console.print(f"etcd            {state.etcd_endpoints}")
+    if state.redlock_urls:
+        console.print(f"redlock         {state.redlock_urls}")
+    if state.prometheus_url:
+        console.print(f"prometheus      {state.prometheus_url}  (scraping both services)")
+    console.print(f"order database  {state.order_database_url}")
+    console.print(f"stock database  {state.stock_database_url}")
+    console.print(f"lock            {state.lock_backend} / {state.lock_scope}")
+    console.print(f"gunicorn        --workers {state.workers} --threads {state.threads}")
+    if state.admin_token:
+        console.print(f"admin token     in {data['admin_token_in']} (admin_token)")
+    running = ", ".join(f"{n}={'up' if alive else 'DOWN'}" for n, alive in data["running"].items())
+    console.print(f"processes       {running or '(none started by inventory up)'}")

@@ -1,0 +1,120 @@
+"""The load balancers: haproxy on two hosts that share one address (keepalived, VRRP).
+
+Each haproxy routes
+- the order and stock services to their replicas, health-checked on /healthz, and retries a
+  request elsewhere only when the connection to a replica failed (nothing was sent: the one
+  retry that is always safe for a POST);
+- PostgreSQL (TCP) to whichever database host is primary, asking each Patroni's REST API
+  (GET /primary answers 200 on the running primary only); connections to a former primary are
+  cut when it is marked down, so no client keeps writing to a demoted server.
+
+keepalived on both hosts elects which holds VIP: lb1 by priority at start, then whichever holds
+it while its haproxy answers (its track script connects to haproxy's own monitor port; no
+preemption); when the holder dies or its haproxy does, the other takes the address over within a
+couple of VRRP adverts (1 s apart) and announces it (gratuitous ARP). Unicast VRRP between the
+two hosts' own addresses, as a bridge of namespaces carries it like any LAN. Every client (the
+buyers, the order service calling the stock service, the services' database connections) uses
+VIP.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inventory.cluster import topology
+from inventory.cluster.topology import Host
+
+MONITOR_PORT = 8404  # haproxy's own liveness (monitor-uri), what keepalived tracks
+VRRP_ROUTER_ID = 77
+
+
+def haproxy_config(lb: Host, folder: Path) -> Path:
+    sections = [f"frontend alive\n    bind {lb.address}:{MONITOR_PORT}\n    monitor-uri /alive\n"]
+    for role, port in (("order", topology.LB_ORDER_PORT), ("stock", topology.LB_STOCK_PORT)):
+        replicas = "".join(
+            f"    server {h.name} {h.address}:{topology.SERVICE_PORT} check\n"
+            for h in topology.by_role(role)
+        )
+        sections.append(
+            f"frontend {role}\n    bind :{port}\n    default_backend {role}\n"
+            f"backend {role}\n    option httpchk GET /healthz\n"
+            # Retried only when the connection to a replica failed: nothing was sent, so a
+            # retry elsewhere cannot run an order twice.
+            "    retries 3\n    option redispatch 1\n    retry-on conn-failure\n"
+            f"    default-server inter 500ms fall 2 rise 2\n{replicas}"
+        )
+    databases = "".join(
+        f"    server {h.name} {h.address}:{topology.PG_PORT} check port {topology.PATRONI_PORT}\n"
+        for h in topology.by_role("postgres")
+    )
+    sections.append(
+        f"listen postgres\n    mode tcp\n    bind :{topology.LB_PG_PORT}\n"
+        # Pooled connections sit idle between bursts: long timeouts, pre-ping in the pools.
+        "    timeout client 30m\n    timeout server 30m\n"
+        # OPTIONS, as Patroni's documentation has it: the status alone, no body to cut off.
+        "    option httpchk OPTIONS /primary\n    http-check expect status 200\n"
+        "    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions\n" + databases
+    )
+    path = folder / "haproxy.cfg"
+    path.write_text(
+        "global\n    maxconn 4096\n"
+        "defaults\n    mode http\n    timeout connect 1s\n    timeout client 120s\n"
+        "    timeout server 120s\n    timeout queue 10s\n" + "".join(sections)
+    )
+    return path
+
+
+def keepalived_config(lb: Host, folder: Path) -> Path:
+    peers = [h for h in topology.by_role("haproxy") if h != lb]
+    priority = 150 - 50 * topology.by_role("haproxy").index(lb)
+    alive = f"exec 3<>/dev/tcp/{lb.address}/{MONITOR_PORT}"
+    path = folder / "keepalived.conf"
+    path.write_text(
+        "global_defs {\n"
+        f"    router_id {lb.name}\n    enable_script_security\n    script_user root\n"
+        "}\n"
+        "vrrp_script haproxy_alive {\n"
+        f"    script \"/bin/bash -c '{alive}'\"\n"
+        "    interval 1\n    timeout 1\n    fall 2\n    rise 2\n"
+        "}\n"
+        "vrrp_instance lb {\n"
+        # nopreempt: a balancer back from the dead does not take the address back from one
+        # that serves (that would be a second, needless gap); priority only breaks the tie
+        # at start.
+        "    state BACKUP\n    nopreempt\n    interface eth0\n"
+        f"    virtual_router_id {VRRP_ROUTER_ID}\n    priority {priority}\n    advert_int 1\n"
+        f"    unicast_src_ip {lb.address}\n"
+        "    unicast_peer {\n" + "".join(f"        {p.address}\n" for p in peers) + "    }\n"
+        f"    virtual_ipaddress {{\n        {topology.VIP}/24 dev eth0\n    }}\n"
+        "    track_script {\n        haproxy_alive\n    }\n"
+        "}\n"
+    )
+    return path
+
+
+def keepalived_argv(lb: Host, folder: Path) -> list[str]:
+    """In the foreground, logging to the console, VRRP only; its pid files in the host's
+    folder (the hosts share one filesystem, and keepalived's default pid file is global)."""
+    config = keepalived_config(lb, folder)
+    return [
+        "keepalived",
+        "--dont-fork",
+        "--log-console",
+        "--vrrp",
+        f"--use-file={config}",
+        f"--pid={folder / 'keepalived.pid'}",
+        f"--vrrp_pid={folder / 'vrrp.pid'}",
+    ]
+
+
+def vip_holder() -> str | None:
+    """Which load balancer holds VIP now (None: neither)."""
+    from inventory.cluster import netns
+
+    for lb in topology.by_role("haproxy"):
+        shown = netns.run(
+            ["ip", "-n", lb.namespace, "-o", "addr", "show", "dev", "eth0"], check=False
+        ).stdout
+        if f" {topology.VIP}/" in shown:
+            return lb.name
+    return None

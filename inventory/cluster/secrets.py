@@ -1,0 +1,118 @@
+"""The cluster's identities: one for each service and for the reconcilers in ZooKeeper, Redis and
+PostgreSQL, made at `cluster up`, kept in one file readable by root alone (0600), shown by
+`cluster status` only as its path, never logged.
+
+Who may do what (least privilege):
+- ZooKeeper (digest ACLs, inventory/cluster/zk_acl.py): the stock service creates and deletes
+  lock nodes under /inventory/locks, the reconcilers election nodes under /inventory/reconciler,
+  Patroni its keys under /service; everyone else may only read.
+- Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
+  the stock service reads and deletes them, runs its lock scripts and fault keys; the sentinels
+  and the replica have what failover and replication need; the default user is off, and no one
+  has a @dangerous command.
+- PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
+  database; the reconcilers read orders and move their status; the superuser only through the
+  database hosts' own socket.
+- The services' admin routes: the admin token, as on a single machine. The stock service's
+  own routes (reduceStock, voidFlag, returnStock, stockFlow): a token the order service and
+  the reconcilers send, so a host that reaches the port can neither deduct nor return stock.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from urllib.parse import quote
+
+from inventory.cluster import tls, topology
+
+FILE = "secrets.json"
+ZK_IDENTITIES = ("admin", "stock", "reconciler", "patroni")
+REDIS_USERS = ("order", "stock", "sentinel", "replica", "monitor")
+PG_ROLES = ("postgres", "replicator", "rewind", "orders", "stock", "reconciler")
+
+
+def _new() -> str:
+    return secrets.token_urlsafe(18)
+
+
+@dataclass
+class Secrets:
+    zk: dict[str, str] = field(default_factory=lambda: {n: _new() for n in ZK_IDENTITIES})
+    redis: dict[str, str] = field(default_factory=lambda: {n: _new() for n in REDIS_USERS})
+    sentinel_password: str = field(default_factory=_new)
+    pg: dict[str, str] = field(default_factory=lambda: {n: _new() for n in PG_ROLES})
+    patroni_api: str = field(default_factory=_new)
+    # The services' admin routes: the environment's ADMIN_TOKEN, or one made for this cluster.
+    admin_token: str = field(default_factory=lambda: os.environ.get("ADMIN_TOKEN") or _new())
+    # What the order service and the reconcilers show the stock service (its own routes).
+    stock_service_token: str = field(default_factory=_new)
+    # Not a secret: where the cluster's CA certificate is, which every PostgreSQL and Redis
+    # client checks the server against (inventory/cluster/tls.py); "" is without TLS.
+    tls_ca: str = ""
+
+    # --- where they live ---------------------------------------------------------------------
+
+    def save(self, home: Path) -> Path:
+        path = home / FILE
+        path.touch(mode=0o600)
+        path.chmod(0o600)
+        path.write_text(json.dumps(asdict(self), indent=2))
+        return path
+
+    @classmethod
+    def load(cls, home: Path) -> Secrets:
+        return cls(**json.loads((home / FILE).read_text()))
+
+    # --- what each holder is given -----------------------------------------------------------
+
+    def zk_auth(self, identity: str) -> str:
+        return f"{identity}:{self.zk[identity]}"
+
+    def redis_url(self, user: str) -> str:
+        sentinels = ",".join(f"{h.address}:{topology.SENTINEL_PORT}" for h in topology.SENTINELS)
+        # With TLS (tls.py): rediss, the sentinels and Redis checked against the cluster's CA.
+        scheme, ca = (
+            ("rediss", f"&ssl_ca_certs={quote(self.tls_ca)}") if self.tls_ca else ("redis", "")
+        )
+        return (
+            f"{scheme}+sentinel://{user}:{quote(self.redis[user])}@{sentinels}/"
+            f"{topology.REDIS_MASTER}/0?sentinel_password={quote(self.sentinel_password)}{ca}"
+        )
+
+    def database_url(self, role: str, database: str) -> str:
+        """Through the load balancers' address, which forwards to the Patroni primary."""
+        return (
+            f"postgresql+psycopg://{role}:{quote(self.pg[role])}@{topology.VIP}:"
+            f"{topology.LB_PG_PORT}/{database}{tls.url_query(self.tls_ca)}"
+        )
+
+    def env_for(self, role: str) -> dict[str, str]:
+        """The credentials of one kind of program, as environment variables: a stock replica,
+        an order replica, a reconciler, a Patroni. Each gets only its own."""
+        if role == "patroni":
+            return {"INVENTORY_PATRONI_ZK_AUTH": self.zk_auth("patroni")}
+        if role == "stock":
+            return {
+                "ADMIN_TOKEN": self.admin_token,  # its admin routes (PUT /stock)
+                "STOCK_SERVICE_TOKEN": self.stock_service_token,
+                "ZK_AUTH": self.zk_auth("stock"),
+                "REDIS_URL": self.redis_url("stock"),
+                "STOCK_DATABASE_URL": self.database_url("stock", "stock"),
+            }
+        if role == "order":
+            return {
+                "STOCK_SERVICE_TOKEN": self.stock_service_token,
+                "REDIS_URL": self.redis_url("order"),
+                "ORDER_DATABASE_URL": self.database_url("orders", "orders"),
+            }
+        if role == "reconciler":
+            return {
+                "STOCK_SERVICE_TOKEN": self.stock_service_token,
+                "ZK_AUTH": self.zk_auth("reconciler"),
+                "ORDER_DATABASE_URL": self.database_url("reconciler", "orders"),
+            }
+        raise ValueError(f"no identities for {role!r}")

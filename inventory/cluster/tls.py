@@ -1,0 +1,132 @@
+"""TLS between hosts for PostgreSQL and Redis: a certificate authority of the cluster's own and
+server certificates for the database hosts and for Redis and its sentinels, made with openssl
+at `cluster up`.
+
+What it protects: the services' and the reconcilers' logins and queries (through haproxy,
+which passes TLS through in TCP mode), replication and pg_rewind between the database hosts,
+and the operator's console. The server certificate names both database hosts and the shared
+address by IP (subjectAltName), so every client checks it with `sslmode=verify-full` against
+the cluster's CA: a host that took the shared address over, or a stranger answering in a
+database host's place, cannot present it. pg_hba's `hostssl` lines refuse a login without TLS.
+
+Redis (redis_ha.py): the servers and the sentinels listen with TLS only (`port 0`,
+`tls-port`), replicate and talk to each other over TLS, and every client (the services through
+Sentinel, `rediss+sentinel://`, the operator's checks) verifies the certificate against the
+CA. ZooKeeper stays without TLS: the README says what it would take.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from inventory.cluster import topology
+
+FOLDER = "tls"
+CA = "ca.crt"
+CERT, KEY = "server.crt", "server.key"
+DAYS = "30"  # a cluster of a session; a deployment renews from its own CA
+EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+REDIS_STEM = "redis"
+
+
+def _openssl(*args: str, cwd: Path) -> None:
+    done = subprocess.run(["openssl", *args], cwd=cwd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"openssl {args[0]}: {done.stderr.strip()[-300:]}")
+
+
+def make_ca(home: Path) -> Path:
+    """The cluster's CA (once per cluster): its key never leaves the folder (0600); its
+    certificate is what clients trust. Returns the folder."""
+    folder = home / FOLDER
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o755)  # the CA certificate is public; the keys are 0600 below
+    if not (folder / CA).exists():
+        _openssl(
+            "req", "-x509", *EC, "-keyout", "ca.key", "-out", CA, "-days", DAYS,
+            "-subj", "/CN=inventory cluster CA", cwd=folder,
+        )  # fmt: skip
+        (folder / "ca.key").chmod(0o600)
+        (folder / CA).chmod(0o644)
+    return folder
+
+
+def make_server(home: Path, stem: str, names: list[str]) -> Path:
+    """A server certificate `<stem>.crt` and key `<stem>.key` signed by the cluster's CA, for
+    `names` (IP addresses, as subjectAltName). Returns the folder."""
+    folder = make_ca(home)
+    key, cert = f"{stem}.key", f"{stem}.crt"
+    _openssl(
+        "req", *EC, "-keyout", key, "-out", f"{stem}.csr", "-subj", f"/CN=inventory {stem}",
+        cwd=folder,
+    )  # fmt: skip
+    (folder / f"{stem}.ext").write_text(
+        "subjectAltName=" + ",".join(f"IP:{n}" for n in names) + "\nextendedKeyUsage=serverAuth\n"
+    )
+    _openssl(
+        "x509", "-req", "-in", f"{stem}.csr", "-CA", CA, "-CAkey", "ca.key", "-CAcreateserial",
+        "-out", cert, "-days", DAYS, "-extfile", f"{stem}.ext", cwd=folder,
+    )  # fmt: skip
+    (folder / key).chmod(0o600)
+    return folder
+
+
+def make(home: Path, names: list[str]) -> Path:
+    """The CA and the PostgreSQL server certificate (server.crt, server.key) for `names`."""
+    return make_server(home, "server", names)
+
+
+def make_for_postgres(home: Path) -> Path:
+    """The database hosts' certificate: their own addresses and the shared one."""
+    names = [h.address for h in topology.by_role("postgres")] + [topology.VIP]
+    return make(home, names)
+
+
+def make_for_redis(home: Path) -> Path:
+    """One certificate for Redis and its sentinels (redis.crt, redis.key): the Redis hosts and
+    the sentinels' hosts, each checked by its clients and by the others (replication, the
+    sentinels' own links)."""
+    names = [h.address for h in topology.by_role("redis")] + [h.address for h in topology.SENTINELS]
+    return make_server(home, REDIS_STEM, names)
+
+
+def redis_server_lines(ca: str, port: int) -> str:
+    """Redis's or a sentinel's TLS settings: TLS only (the plain port off), clients not asked
+    for a certificate (they log in with their ACL user), replication and the sentinels' links
+    over TLS too."""
+    folder = Path(ca).parent
+    return (
+        f"port 0\ntls-port {port}\n"
+        f"tls-cert-file {folder / (REDIS_STEM + '.crt')}\n"
+        f"tls-key-file {folder / (REDIS_STEM + '.key')}\n"
+        f"tls-ca-cert-file {ca}\n"
+        "tls-auth-clients no\ntls-replication yes\n"
+    )
+
+
+def redis_client_kwargs(ca: str) -> dict[str, object]:
+    """What a redis-py client adds: TLS, the server checked against the CA ({} without TLS)."""
+    return {"ssl": True, "ssl_ca_certs": ca, "ssl_cert_reqs": "required"} if ca else {}
+
+
+def install_server_files(home: Path, into: Path) -> None:
+    """A copy of the certificate, its key and the CA in a database host's folder, the
+    postgres user's alone (PostgreSQL refuses a key others can read; Patroni checks the other
+    host against the CA when it replicates or rewinds)."""
+    for name in (CERT, KEY, CA):
+        copy = into / name
+        shutil.copyfile(home / FOLDER / name, copy)
+        shutil.chown(copy, "postgres", "postgres")
+        copy.chmod(0o600)
+
+
+def libpq_params(ca: str) -> str:
+    """What every client adds to its connection: TLS, and the server checked against the CA
+    and its address ("" without TLS)."""
+    return f"sslmode=verify-full sslrootcert={ca}" if ca else ""
+
+
+def url_query(ca: str) -> str:
+    return f"?sslmode=verify-full&sslrootcert={ca}" if ca else ""

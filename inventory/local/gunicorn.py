@@ -1,0 +1,62 @@
+"""The services under gunicorn: the command line (the local stack's and each replica of the
+cluster's), and a service started for the local stack."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from inventory.local import servers
+from shared.logs import gunicorn_json_log_config
+
+
+def start_service(
+    module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
+) -> int:
+    argv = gunicorn_argv(module, f"127.0.0.1:{port}", workers, threads)
+    # The workers' metrics meet in this folder (shared/metrics.py); gunicorn_hooks wipes it.
+    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(home / f"metrics-{module}")}
+    if env.get("LOG_FORMAT", "").strip().lower() == "json":
+        config = home / "gunicorn-logging.json"
+        config.write_text(json.dumps(gunicorn_json_log_config(env.get("LOG_LEVEL", "INFO"))))
+        argv += ["--log-config-json", str(config)]
+    return servers.spawn(argv, home / f"{module}.log", home, env)
+
+
+def gunicorn_argv(module: str, bind: str, workers: int, threads: int) -> list[str]:
+    """One service under gunicorn (the local stack's and each replica of the cluster's)."""
+    return [
+        sys.executable,
+        "-m",
+        "gunicorn",
+        f"{module}:create_app()",
+        "--bind",
+        bind,
+        "--workers",
+        str(workers),
+        "--worker-class",
+        "gthread",
+        "--threads",
+        str(threads),
+        "--timeout",
+        "60",
+        "--graceful-timeout",
+        "5",
+        # Longer than the clients' idle expiry (the load test's is 1 s), so a client never
+        # sends on a connection the server is closing.
+        "--keep-alive",
+        "5",
+        "--backlog",
+        "2048",
+        "--error-logfile",
+        "-",
+        # gunicorn 24+ opens a control socket at ~/.gunicorn/gunicorn.ctl by default: one path
+        # for every gunicorn of the user, which the two services (and every stack a test
+        # starts) would fight over. Nothing here uses it.
+        "--no-control-socket",
+        # prometheus_client's multiprocess mode: the metrics folder wiped at start, dead
+        # workers marked (inventory/local/gunicorn_hooks.py).
+        "--config",
+        "python:inventory.local.gunicorn_hooks",
+    ]

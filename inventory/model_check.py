@@ -1,0 +1,255 @@
+"""Check the protocol's Promela model (model/protocol.pml) with spin, intact and with each guard
+removed, and say what spin found.
+
+For each variant: `spin -a [-DGUARD] protocol.pml` writes pan.c, gcc compiles it (a safety
+search, states stored collapsed, memory capped), ./pan explores every state in a temporary
+directory. The intact model must have no violation; a model with a guard removed must have one,
+and its trail is replayed (`spin -t -T`) and cut down to the steps the model prints ("STEP ...")
+and the assertion it broke. A variant whose result is not the expected one fails the run, and so
+does a search that did not complete (memory exhausted): "no violation" would then mean nothing.
+
+    python -m inventory.model_check [--json] [--model PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+MODEL = Path(__file__).resolve().parent.parent / "model" / "protocol.pml"
+MEMORY_LIMIT_MB = 1024  # pan's own bound (-DMEMLIM): it stops, "search not completed"
+MAX_DEPTH = 10_000  # the model's paths are about 200 steps long
+SPIN_TIMEOUT_S = 600
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str
+    macros: tuple[str, ...]
+    expect_violation: bool
+    meaning: str  # what the variant removes, for the table
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("intact", (), False, "every guard in place"),
+    Variant("NO_FENCE", ("NO_FENCE",), True, "the level written last-writer-wins"),
+    Variant(
+        "FENCE_LE_ONLY",
+        ("FENCE_LE_ONLY",),
+        True,
+        "the fence checked as 'row fence <= my token' only, not also '= the fence read'",
+    ),
+    Variant("NO_UNIQUE_ROW", ("NO_UNIQUE_ROW",), True, "no unique key on decision and flow rows"),
+    Variant("FLAG_ONLY", ("FLAG_ONLY",), True, "the Redis pre-filter trusted alone"),
+    Variant(
+        "NO_STATUS_CAS",
+        ("NO_STATUS_CAS",),
+        True,
+        "a reconciler's order write not a compare-and-set from PENDING",
+    ),
+    # Not a counterexample, and expected not to be: the status compare-and-set covers a
+    # deposed reconciler on its own (model/protocol.pml says why); kept to show it.
+    Variant(
+        "NO_RECONCILER_FENCE",
+        ("NO_RECONCILER_FENCE",),
+        False,
+        "a reconciler's write not fenced by its leader token (the status CAS still there)",
+    ),
+)
+
+# Each action of the model, and the function of the code that does it (tests/unit/
+# test_model_map.py imports each, so a rename or a removal in the code shows up here).
+ACTIONS: dict[str, str] = {
+    "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
+    "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
+    "take the lock, with a token per name": "shared.locks.zookeeper_claim.ZooKeeperClaim.wait",
+    "the token of a held name": "shared.locks.base.Lease.token_for",
+    "read the level, the row's fence and the decided flags": (
+        "stock_service.store.StockStore.read_batch"
+    ),
+    "plan: decide each request against the running level": "stock_service.batch.plan",
+    "fence compare-and-set on the stock row": "stock_service.store.StockWrite.set_level_fenced",
+    "fence refused (newer holder) or overtaken (older holder)": (
+        "stock_service.decide._write_levels"
+    ),
+    "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
+    "insert the flow rows (unique flag, goods id)": "stock_service.store.StockWrite.add_flows",
+    "insert the decision rows (primary key flag)": "stock_service.store.StockWrite.add_decisions",
+    "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
+    "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
+    "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
+    "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
+    "write the flag": "order_service.flow.OrderFlow.write_flag",
+    "write the flag again after unknown_flag": "order_service.flow.OrderFlow.call_stock",
+    "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
+    "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
+    "finish: compare-and-set from PENDING, answer from the row": (
+        "order_service.transitions.finish"
+    ),
+    "a decision becomes a status": "order_service.settlement.decided_status",
+    "pay a hold": "order_service.transitions.pay",
+    "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
+    "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
+    "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
+    "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
+    "a refused (superseded) reconciler stands down": "order_service.reconciler_service.lead",
+}
+
+
+class ToolMissing(RuntimeError):
+    """spin or gcc is not installed: the model cannot be checked."""
+
+
+@dataclass
+class Result:
+    variant: str
+    meaning: str
+    expect_violation: bool
+    states: int = 0
+    transitions: int = 0
+    depth: int = 0
+    errors: int = 0
+    seconds: float = 0.0  # pan's own elapsed time
+    wall_seconds: float = 0.0  # spin + gcc + pan + replay
+    memory_mb: float = 0.0
+    completed: bool = True
+    violation: str = ""
+    trace: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        if self.expect_violation:
+            return self.errors > 0
+        return self.errors == 0 and self.completed
+
+
+def require_tools() -> None:
+    missing = [tool for tool in ("spin", "gcc") if shutil.which(tool) is None]
+    if missing:
+        raise ToolMissing(
+            f"{' and '.join(missing)} not found on PATH: the model cannot be checked "
+            "(Debian/Ubuntu: apt-get install -y spin gcc)"
+        )
+
+
+def _run(cmd: list[str], cwd: Path, check: bool = True) -> str:
+    done = subprocess.run(
+        cmd, cwd=cwd, capture_output=True, text=True, timeout=SPIN_TIMEOUT_S, check=False
+    )
+    if check and done.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    return done.stdout + done.stderr
+
+
+def _number(pattern: str, text: str, default: float = 0) -> float:
+    found = re.search(pattern, text)
+    return float(found.group(1)) if found else default
+
+
+def parse_pan(output: str, result: Result) -> None:
+    """pan's summary: states stored, transitions, depth, errors, time, memory."""
+    result.states = int(_number(r"(\d+) states, stored", output))
+    result.transitions = int(_number(r"(\d+) transitions \(= stored\+matched\)", output))
+    result.depth = int(_number(r"depth reached (\d+)", output))
+    result.errors = int(_number(r"errors: (\d+)", output, default=-1))
+    result.seconds = _number(r"elapsed time ([\d.e+]+) seconds", output)
+    result.memory_mb = _number(r"([\d.]+)\s+total actual memory usage", output)
+    # pan says so after a first error too (it stops there): only an error-free search counts
+    result.completed = result.errors != 0 or "Search not completed" not in output
+    violated = re.search(r"pan:\d+: (.*?) \(at depth", output)
+    result.violation = violated.group(1) if violated else ""
+    if result.errors < 0:
+        raise RuntimeError(f"pan's output has no error count:\n{output[-2000:]}")
+
+
+def readable_trace(replay: str) -> list[str]:
+    """The steps the model printed, and the assertion that failed."""
+    lines = []
+    for line in replay.splitlines():
+        text = line.strip()
+        if text.startswith("STEP "):
+            lines.append(text.removeprefix("STEP "))
+        elif text.startswith("spin: text of failed assertion:"):
+            lines.append("VIOLATED " + text.removeprefix("spin: text of failed assertion:").strip())
+    return lines
+
+
+def check_variant(variant: Variant, model: Path = MODEL) -> Result:
+    """Generate, compile and run the verifier of one variant in a temporary directory."""
+    result = Result(variant.name, variant.meaning, variant.expect_violation)
+    defines = [f"-D{macro}" for macro in variant.macros]
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="model-check-") as tmp:
+        work = Path(tmp)
+        shutil.copy(model, work / model.name)
+        _run(["spin", "-a", *defines, model.name], work)
+        # A variant expected to fail searches on for the shortest counterexample (-i, which
+        # needs -DREACH): its trace is then the few steps that matter.
+        shortest = ["-DREACH"] if variant.expect_violation else []
+        compile_pan = ["gcc", "-O2", "-w", "-DSAFETY", "-DCOLLAPSE", f"-DMEMLIM={MEMORY_LIMIT_MB}"]
+        _run([*compile_pan, *shortest, "-o", "pan", "pan.c"], work)
+        pan = ["./pan", f"-m{MAX_DEPTH}"] + (["-i"] if shortest else [])
+        # nice: the machine may be busy with load tests; one search at a time (the caller)
+        parse_pan(_run(["nice", "-n", "10", *pan], work, False), result)
+        if result.errors:
+            replay = _run(["spin", "-t", "-T", *defines, model.name], work, False)
+            result.trace = readable_trace(replay)
+    result.wall_seconds = time.monotonic() - started
+    return result
+
+
+def check_all(model: Path = MODEL, variants: tuple[Variant, ...] = VARIANTS) -> list[Result]:
+    require_tools()
+    return [check_variant(variant, model) for variant in variants]
+
+
+def verdict(result: Result) -> str:
+    if not result.completed:
+        return "search NOT completed (memory bound): nothing proved"
+    if result.errors:
+        return "counterexample found" if result.expect_violation else "VIOLATION"
+    return "no violation" if not result.expect_violation else "NO counterexample (expected one)"
+
+
+def render(results: list[Result]) -> str:
+    rows = [f"{'variant':<20} {'states':>10} {'transitions':>12} {'depth':>6} {'pan s':>6}  result"]
+    for r in results:
+        mark = "ok " if r.ok else "BAD"
+        rows.append(
+            f"{r.variant:<20} {r.states:>10} {r.transitions:>12} {r.depth:>6} "
+            f"{r.seconds:>6.2f}  {mark} {verdict(r)}"
+        )
+    for r in results:
+        if r.trace:
+            rows += ["", f"{r.variant}: {r.meaning}", f"  violated: {r.violation}"]
+            rows += [f"  {i:>2}. {step}" for i, step in enumerate(r.trace, 1)]
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="results as JSON")
+    parser.add_argument("--model", type=Path, default=MODEL, help="the Promela model")
+    args = parser.parse_args(argv)
+    try:
+        results = check_all(args.model)
+    except ToolMissing as exc:
+        print(f"model check: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps([{**asdict(r), "ok": r.ok} for r in results], indent=2))
+    else:
+        print(render(results))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

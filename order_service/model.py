@@ -1,0 +1,131 @@
+"""What an order is, with no database and no HTTP: its statuses, the reasons it records, the
+rows a repository returns, a request to place one and what placing it came to.
+
+    PENDING --(the stock database decided)--> CONFIRMED | FAILED
+       |                                  \\-> AWAITING_PAYMENT (a hold) --pay--> CONFIRMED
+       |                                                      \\--expired--> CANCELLING
+       \\--cancel--> CANCELLING --(its stock returned, or its flag voided)--> CANCELLED
+    CONFIRMED and AWAITING_PAYMENT --cancel--> CANCELLING
+
+Every move is a compare-and-set on the status (order_service/store.py, `move`): of two writers
+that race (a pay and an expiry, a request and the reconciler), exactly one moves the order,
+and the other is told what the order became.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
+AWAITING_PAYMENT = "AWAITING_PAYMENT"  # deducted and held, until paid or expired
+CANCELLING = "CANCELLING"  # a cancel decided; its stock is being returned
+CANCELLED = "CANCELLED"  # its stock returned (or its flag voided: nothing was deducted)
+# The orders holding stock, whose cancel returns it.
+HOLDING = (CONFIRMED, AWAITING_PAYMENT)
+
+# The reasons an order records, each a code, then ": " and a detail where there is one. A
+# FAILED order's reason is one of the first three: each is a decision of the stock database
+# (or no stock call at all), so no FAILED order can ever get flows.
+INSUFFICIENT_STOCK = "insufficient_stock"  # refused for lack of stock (exactly this text)
+VOIDED = "voided"  # the stock service could not be reached, then the flag was voided
+REDIS_UNAVAILABLE = "redis_unavailable"  # no flag written, no stock call made
+OUTCOME_UNKNOWN = "outcome_unknown"  # PENDING: the reconciler settles it
+RECONCILED = "reconciled"  # settled by the reconciler from the stock database's decision
+CANCELLED_BY_BUYER = "cancelled: by the buyer"
+HOLD_EXPIRED = "cancelled: the hold expired unpaid"
+
+
+@dataclass(frozen=True)
+class OrderState:
+    """An order's status as a write left it, or as it was found when the write had nothing to
+    move (another writer moved it first): what an answer is made from."""
+
+    id: str
+    status: str
+    reason: str | None
+    pay_deadline: datetime | None = None
+
+
+@dataclass(frozen=True)
+class OrderRow:
+    id: str
+    user_id: str
+    status: str
+    reason: str | None
+    request_hash: str | None
+    lines: dict[str, int]
+    created_at: datetime
+    updated_at: datetime
+    pay_deadline: datetime | None = None
+    paid_at: datetime | None = None
+
+    @property
+    def state(self) -> OrderState:
+        return OrderState(self.id, self.status, self.reason, self.pay_deadline)
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "orderId": self.id,
+            "userId": self.user_id,
+            "status": self.status,
+            "reason": self.reason,
+            "items": [{"goodsId": g, "num": n} for g, n in sorted(self.lines.items())],
+            "createTime": self.created_at.isoformat(),
+            "updateTime": self.updated_at.isoformat(),
+        }
+        if self.pay_deadline is not None:
+            body["payBy"] = self.pay_deadline.isoformat()
+        if self.paid_at is not None:
+            body["paidTime"] = self.paid_at.isoformat()
+        return body
+
+
+@dataclass(frozen=True)
+class OrderRequest:
+    user_id: str
+    lines: dict[str, int]
+    pay_within: int | None = None  # a hold: seconds to pay in, else it is cancelled
+
+    @property
+    def confirmed(self) -> str:
+        """The status of this order once its stock is deducted."""
+        return AWAITING_PAYMENT if self.pay_within else CONFIRMED
+
+    def fingerprint(self) -> str:
+        fields: dict[str, object] = {"userId": self.user_id, "lines": self.lines}
+        if self.pay_within:
+            fields["payWithin"] = self.pay_within
+        canonical = json.dumps(fields, sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """How an order ended for this request: its state, and what the buyer should be told
+    beyond it."""
+
+    order: OrderState
+    replayed: bool = False  # a repeat of an Idempotency-Key: the first request's order
+    unavailable: str | None = None  # the dependency whose failure decided or left the outcome
+    shortfalls: list[Any] = field(default_factory=list)
+
+
+class IdempotencyKeyReused(Exception):
+    """The key was used with another request: nothing placed."""
+
+    def __init__(self, order_id: str) -> None:
+        super().__init__("Idempotency-Key was already used with a different request")
+        self.order_id = order_id
+
+
+class StockRejected(Exception):
+    """The stock service refused the request itself (unknown goods, a line too large):
+    nothing of the order is kept."""
+
+    def __init__(self, message: str, unknown_goods: list[str] | None) -> None:
+        super().__init__(message)
+        self.unknown_goods = unknown_goods

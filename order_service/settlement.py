@@ -1,0 +1,24 @@
+"""What an order whose outcome was unknown becomes, once the stock database has decided its
+flag (stock_client.void): the one rule the order flow and the reconciler share.
+
+- voided: nothing was deducted for the flag, and nothing ever will be: FAILED;
+- deducted, with flows for exactly the order's lines: CONFIRMED (a hold: AWAITING_PAYMENT);
+- returned: it was deducted and cancelled, its stock is back: CANCELLED;
+- deducted with other lines: None. It cannot happen while the order service is the only caller
+  of its flags (one flag, one operation, one body); if it ever does, a person looks at it.
+"""
+
+from __future__ import annotations
+
+from order_service.model import CANCELLED, CONFIRMED, FAILED
+from order_service.stock_client import StockDecision
+
+
+def decided_status(decision: StockDecision, lines: dict[str, int]) -> str | None:
+    if decision.outcome == "voided":
+        return FAILED
+    if decision.outcome == "returned":
+        return CANCELLED
+    if decision.outcome == "deducted" and decision.deducted_lines() == lines:
+        return CONFIRMED
+    return None

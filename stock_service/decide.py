@@ -1,0 +1,176 @@
+"""Under the lock: the read-check-write of one hold, for every request of its batch.
+
+    read the levels and the decided flags -> plan (stock_service/batch.py) -> one write
+    transaction: the fenced levels, the flows and the decisions of the deducted requests ->
+    check the lease -> commit
+
+Fencing with one commit per hold. Each held name has a token that only grows. The write of a
+level is a compare-and-set: `SET num = new, fence = token WHERE fence = <the fence this holder
+read>`, and only if that fence is not above the token (equal: this same hold wrote the row, for
+an earlier part of a split batch). So a write lands only if no other write touched the row
+since this holder read it, and it moves the row's fence forward. Why this is sound without
+committing a registration of the token before reading:
+- A stale holder A (paused past its session) that read before the new holder B acquired: once
+  B has written the row, A's compare-and-set finds B's fence and writes nothing (LockLost). If
+  A writes before B does, A's write was a correct serial step (nothing touched the row between
+  A's read and A's write), and B's own compare-and-set then fails: B finds an older fence on
+  the row, reads again and replans, so B never overwrites what A sold.
+- Without the lock nothing orders the reads and writes of concurrent buyers, and the unfenced
+  write (FENCING=false, or LOCK_BACKEND=none) is the plain last-writer-wins UPDATE that
+  oversells.
+- The compare-and-set holds on each database: SQLite takes its write lock at BEGIN IMMEDIATE,
+  so nothing writes between the fence check and the commit; PostgreSQL and MySQL (READ
+  COMMITTED) evaluate the UPDATE's WHERE against the latest committed row and hold its row
+  lock to the commit. tests/integration/test_fencing.py plays these interleavings on all three.
+
+The decision rows (flag_decision, primary key flag) are the last word against a double
+deduction: a flag decided by another attempt, or voided, after this hold read (a write that
+did not take the lock), makes the insert fail, and the hold reads again and replans. A return
+moves its flag's decision from deducted to returned by a compare-and-set, and its rows are
+unique per (flag, goods id): nothing is returned twice.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import replace
+
+from sqlalchemy.exc import IntegrityError
+
+from shared.faults import NO_FAULTS, Faults
+from shared.ids import new_id
+from shared.locks import Lease, LockLost
+from shared.metrics import FENCING_REFUSALS
+from stock_service.batch import Decision, Outcome, Plan, Request, plan
+from stock_service.store import BatchRead, StockStore, StockWrite
+
+log = logging.getLogger(__name__)
+
+
+class _Overtaken(Exception):
+    """An older (stale) holder wrote a row after this holder read it: read again and replan."""
+
+
+def decide_batch(
+    store: StockStore,
+    requests: Sequence[Request],
+    lease: Lease,
+    fencing: bool,
+    faults: Faults = NO_FAULTS,
+) -> list[Decision]:
+    """One decision per request, in order. Raises LockLost (nothing written) when a newer holder
+    has written a row this hold needs."""
+    tokens = {g: lease.token_for(g) for r in requests for g in r.lines}
+    fenced = fencing and all(t is not None for t in tokens.values())
+    # Each retry is caused by a row overtaken by an older holder, or by a decision found by
+    # the primary key and not by the read: both are rare, and each unique-constraint retry
+    # marks one more request decided.
+    for _attempt in range(len(requests) + 3):
+        read = store.read_batch(sorted(tokens), [r.flag for r in requests])
+        levels = {g: int(row.num) for g, row in read.rows.items()}
+        the_plan = plan(list(requests), levels, read.decided)
+        faults.fire("stop_after_read")
+        _stamp_versions(the_plan.decisions, read)
+        if not the_plan.changed:
+            return the_plan.decisions
+        try:
+            with store.writing() as write:
+                _write_levels(write, the_plan, read, tokens if fenced else None)
+                deducted = the_plan.deducted(requests)
+                flows = _flows(deducted, read, tokens if fenced else {})
+                write.add_flows(flows)
+                write.add_decisions([r.flag for r in deducted], Outcome.DEDUCTED.value)
+                returning = the_plan.returning(requests)
+                write.add_returns(_flows(returning, read, tokens if fenced else {}))
+                if not write.mark_returned([r.flag for r in returning]):
+                    raise _Overtaken("a flag was returned by another writer since the read")
+                faults.fire("kill_in_transaction")
+                # The last moment to find out the lock is gone: after this the commit is ours.
+                if fencing:
+                    lease.check()
+        except _Overtaken as exc:
+            log.info("re-reading: %s", exc)
+            continue
+        except IntegrityError:
+            log.info("a flag was decided since the read (the unique key found it): re-reading")
+            continue
+        _attach_flows(requests, the_plan.decisions, flows, write.stamp)
+        return the_plan.decisions
+    raise LockLost("the batch was overtaken on every attempt; nothing was written")
+
+
+def _write_levels(
+    write: StockWrite, the_plan: Plan, read: BatchRead, tokens: dict[str, int | None] | None
+) -> None:
+    for goods_id in sorted(the_plan.changed):
+        level = the_plan.levels[goods_id]
+        if tokens is None:
+            write.set_level(goods_id, level)
+            continue
+        token = tokens[goods_id]
+        assert token is not None
+        seen = int(read.rows[goods_id].fence)
+        # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
+        # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
+        if seen > token:
+            FENCING_REFUSALS.inc()
+            raise LockLost(
+                f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
+                f"since this holder (token {token}) acquired"
+            )
+        current = write.set_level_fenced(goods_id, level, seen, token)
+        if current is None:
+            continue
+        if current <= token:
+            raise _Overtaken(
+                f"{goods_id} was written by an older lock holder (token {current}) after "
+                f"this holder (token {token}) read it"
+            )
+        FENCING_REFUSALS.inc()
+        raise LockLost(
+            f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
+            f"since this holder (token {token}) read it"
+        )
+
+
+def _flows(
+    deducted: list[Request], read: BatchRead, tokens: dict[str, int | None]
+) -> list[dict[str, object]]:
+    return [
+        {
+            "id": new_id(),
+            "flag": request.flag,
+            "goods_id": goods_id,
+            "num": num,
+            "seed_version": read.rows[goods_id].seed_version,
+            "fence": tokens.get(goods_id),
+        }
+        for request in deducted
+        for goods_id, num in sorted(request.lines.items())
+    ]
+
+
+def _attach_flows(
+    requests: Sequence[Request],
+    decisions: list[Decision],
+    flows: list[dict[str, object]],
+    stamp: object,
+) -> None:
+    """Each deducted request's committed rows, on its decision, for its answer."""
+    by_flag: dict[object, list[dict[str, object]]] = {}
+    for flow in flows:
+        by_flag.setdefault(flow["flag"], []).append({**flow, "created_at": stamp})
+    for request, decision in zip(requests, decisions, strict=True):
+        if decision.outcome is Outcome.DEDUCTED:
+            decision.flows = by_flag.get(request.flag, [])
+
+
+def _stamp_versions(decisions: list[Decision], read: BatchRead) -> None:
+    for decision in decisions:
+        decision.shortfalls = [
+            replace(s, seed_version=int(read.rows[s.goods_id].seed_version))
+            if s.goods_id in read.rows
+            else s
+            for s in decision.shortfalls
+        ]

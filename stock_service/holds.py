@@ -1,0 +1,223 @@
+"""One lock claim for a batch of combined requests (deductions and returns): wait for the
+names they need, serve under them what is held, answer each request as soon as its part is
+committed, and carry what is still waited for on, each request until its own deadline.
+
+Usually every name is held within the patience, and one hold serves the whole batch, with the
+requests that queued meanwhile and need no other name (late joiners). If not (a name held by a
+stalled or dead holder elsewhere), the requests whose names are all held are served and
+answered at once, the names only they needed are released, the lane is handed on so this
+process's next batch can start, and the rest keeps waiting, each request until its own
+deadline, in the thread of one of them (never the thread of a request already answered): one
+slow lock never stalls other goods, and a committed request is never kept waiting for the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+from shared.combining import BatchHandle
+from shared.faults import NO_FAULTS, Faults
+from shared.locks import LockBackend, LockTimeout, LockUnavailable, lock_names
+from shared.locks.base import Claim
+from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
+from stock_service.batch import Decision, Request
+from stock_service.decide import decide_batch
+from stock_service.store import StockStore
+
+log = logging.getLogger(__name__)
+
+Answer = tuple[Decision, "Hold"]
+Results = list["Answer | BaseException | None"]
+
+
+@dataclass(frozen=True)
+class Hold:
+    """One lock hold, shared by the requests of its batch."""
+
+    size: int
+    tokens: dict[str, int | None]
+    nodes: dict[str, str]
+    started: float  # perf_counter when the leader began to wait for the lock
+    stages_ms: dict[str, float]  # lock (waiting for it), deduct (read-check-write, commit)
+
+
+class BatchRunner:
+    def __init__(
+        self,
+        store: StockStore,
+        locks: LockBackend,
+        lock_scope: str,
+        fencing: bool,
+        forget_flags: Callable[[list[str]], None],
+        faults: Faults = NO_FAULTS,
+        batch_max: int = 32,
+        patience: float = 0.1,
+    ) -> None:
+        self.store = store
+        self.locks = locks
+        self.lock_scope = lock_scope
+        self.fencing = fencing
+        self.forget_flags = forget_flags
+        self.faults = faults
+        self.batch_max = batch_max
+        self.patience = patience
+
+    def run_batch(
+        self,
+        _key: Hashable,
+        requests: Sequence[Request],
+        handle: BatchHandle[Request, Answer],
+    ) -> list[Answer | BaseException]:
+        """One lock claim for every request of the batch, on the names they need together (the
+        module's docstring says how a batch that does not get them all is split)."""
+        started = time.perf_counter()
+        requests = list(requests)
+        needs = [self.names_of(r) for r in requests]
+        results: Results = [None] * len(requests)
+        claim = self.locks.new_claim(sorted(frozenset().union(*needs)))
+        handed_over = False
+        try:
+            held = self._first_wait(claim, handle.deadlines)
+            if all(need <= held for need in needs):
+                late = handle.take(
+                    lambda r: self.names_of(r) <= held, self.batch_max - len(requests)
+                )
+                requests += late
+                needs += [self.names_of(r) for r in late]
+                results += [None] * len(late)
+            ready = [i for i, need in enumerate(needs) if need <= held]
+            rest = [i for i, need in enumerate(needs) if not need <= held]
+            if ready:
+                self._serve(claim, requests, needs, ready, results, started)
+            if rest:
+                self._answer_now(requests, ready, results, handle)
+                handle.detach()
+                log.info(
+                    "batch split after %.0f ms: %d served, %d wait for %s",
+                    self.patience * 1000,
+                    len(ready),
+                    len(rest),
+                    sorted(frozenset().union(*(needs[i] for i in rest)) - held),
+                )
+                deadlines = handle.deadlines
+                handed_over = True
+
+                def serve_rest() -> None:
+                    try:
+                        self._serve_rest(claim, requests, needs, deadlines, rest, results, handle)
+                    finally:
+                        claim.release_all()
+
+                if any(handle.leads(i) for i in rest):
+                    serve_rest()  # this thread's own request waits: it carries on itself
+                else:
+                    handle.carry_on(rest, serve_rest)
+                return [a if a is not None else LockTimeout("answered apart") for a in results]
+        finally:
+            if not handed_over:
+                claim.release_all()
+        self.forget_flags(
+            [r.flag for r, a in zip(requests, results, strict=True) if isinstance(a, tuple)]
+        )
+        return [a if a is not None else LockTimeout("not served") for a in results]
+
+    def _first_wait(self, claim: Claim, deadlines: list[float]) -> frozenset[str]:
+        """The names held within the patience. A lock service whose connection is being
+        re-established (a ZooKeeper leader election) is waited for within the requests' own
+        time, not the patience: a deduction that arrives during an election is served once it
+        is over, instead of failing at once (and its order being voided)."""
+        try:
+            return claim.wait(min(max(deadlines), time.monotonic() + self.patience))
+        except LockUnavailable:
+            return claim.wait(max(deadlines))
+
+    def _serve_rest(
+        self,
+        claim: Claim,
+        requests: list[Request],
+        needs: list[frozenset[str]],
+        deadlines: list[float],
+        rest: list[int],
+        results: Results,
+        handle: BatchHandle[Request, Answer],
+    ) -> None:
+        """The rest of a split batch: wait for its names, serving each request once its names
+        are held and timing each out at its own deadline; each answered at once."""
+        while rest:
+            claim.release(frozenset(claim.names) - frozenset().union(*(needs[i] for i in rest)))
+            try:
+                held = claim.wait(min(deadlines[i] for i in rest))
+                ready = [i for i in rest if needs[i] <= held]
+                if ready:
+                    self._serve(claim, requests, needs, ready, results, time.perf_counter())
+            except BaseException as exc:  # this part's failure, not the served part's
+                for i in rest:
+                    results[i] = exc
+                ready = rest
+            now = time.monotonic()
+            expired = [i for i in rest if i not in ready and deadlines[i] <= now]
+            for i in expired:
+                missing = sorted(needs[i] - claim.held)
+                results[i] = LockTimeout(f"lock {missing[0]!r} not acquired in time")
+            self._answer_now(requests, ready + expired, results, handle)
+            rest = [i for i in rest if i not in ready and i not in expired]
+
+    def _answer_now(
+        self,
+        requests: list[Request],
+        chosen: list[int],
+        results: Results,
+        handle: BatchHandle[Request, Answer],
+    ) -> None:
+        decided = [requests[i].flag for i in chosen if isinstance(results[i], tuple)]
+        self.forget_flags(decided)
+        for i in chosen:
+            result = results[i]
+            assert result is not None
+            handle.answer(i, result)
+
+    def names_of(self, request: Request) -> frozenset[str]:
+        return frozenset(lock_names(request.lines, self.lock_scope))
+
+    def _serve(
+        self,
+        claim: Claim,
+        requests: Sequence[Request],
+        needs: list[frozenset[str]],
+        chosen: list[int],
+        results: Results,
+        started: float,
+    ) -> None:
+        """The read-check-write of the chosen requests, under the names the claim holds."""
+        names = frozenset().union(*(needs[i] for i in chosen))
+        lease = claim.lease(names)
+        locked = time.perf_counter()
+        decisions = decide_batch(
+            self.store, [requests[i] for i in chosen], lease, self.fencing, self.faults
+        )
+        deducted = time.perf_counter()
+        LOCK_WAIT.labels(self.locks.name).observe(locked - started)
+        LOCK_HOLD.labels(self.locks.name).observe(deducted - locked)
+        BATCH_SIZE.observe(len(chosen))
+        hold = Hold(
+            size=len(chosen),
+            tokens=dict(lease.tokens),
+            nodes=dict(lease.details),
+            started=started,
+            stages_ms={"lock": (locked - started) * 1000, "deduct": (deducted - locked) * 1000},
+        )
+        for i, decision in zip(chosen, decisions, strict=True):
+            results[i] = (decision, hold)
+        outcomes = Counter(d.outcome.value for d in decisions)
+        log.info(
+            "hold of %s (tokens %s): batch of %d, %s; flags %s",
+            sorted(names),
+            sorted(set(hold.tokens.values()), key=str),
+            hold.size,
+            dict(outcomes),
+            " ".join(requests[i].flag for i in chosen),
+        )

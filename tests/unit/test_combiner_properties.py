@@ -1,0 +1,345 @@
+"""Property-based tests (Hypothesis).
+
+1. The combiner's `plan` (stock_service/batch.py) against a plain serial reference written here
+   from its documented semantics: whatever the mix and the arrival order, a batch gets exactly
+   the answers and levels of its requests applied one at a time in that order; and a run of
+   batches (a stateful machine) stays equal to the serial reference.
+2. The checkers (inventory/check, inventory/chaos/history_checks.py) against generated worlds:
+   a valid history and snapshot raise nothing; each planted violation is caught by its check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from inventory.chaos.history import FAIL, OK, Op
+from inventory.chaos.history_checks import (
+    answered_ok_is_confirmed,
+    answers_hold,
+    one_order_per_key,
+    refused_is_failed,
+)
+from inventory.chaos.verdict import VALID, VIOLATED
+from inventory.check import REFUSED, Snapshot, check_invariants
+from stock_service.batch import Kind, Outcome, Plan, Request, plan
+
+GOODS = ["g0", "g1", "g2"]
+FLAGS = [f"f{i}" for i in range(6)]
+FAST = settings(max_examples=150, deadline=None)
+
+# --- the serial reference -------------------------------------------------------------------
+
+Answer = tuple[Outcome, list[tuple[str, int, int]]]  # the outcome, its (goods, wanted, available)
+
+
+@dataclass
+class Serial:
+    """One request at a time, from batch.py's docstring, with no batching anywhere."""
+
+    levels: dict[str, int]
+    decided: dict[str, str] = field(default_factory=dict)  # flag -> deducted|voided|returned
+
+    def apply(self, request: Request) -> Answer:
+        earlier = self.decided.get(request.flag)
+        if request.kind is Kind.RETURN:
+            if earlier == "deducted":
+                for goods, num in request.lines.items():
+                    self.levels[goods] = self.levels.get(goods, 0) + num
+                self.decided[request.flag] = "returned"
+            returned = earlier in ("deducted", "returned")
+            return (Outcome.RETURNED if returned else Outcome.VOIDED), []
+        if earlier == "deducted":
+            return Outcome.DUPLICATE, []
+        if earlier == "voided":
+            return Outcome.VOIDED, []
+        if earlier == "returned":
+            return Outcome.CANCELLED, []
+        short = [
+            (goods, wanted, self.levels.get(goods, 0))
+            for goods, wanted in sorted(request.lines.items())
+            if self.levels.get(goods, 0) < wanted
+        ]
+        if short:
+            return Outcome.INSUFFICIENT, short  # all or nothing: no line is taken
+        for goods, wanted in request.lines.items():
+            self.levels[goods] -= wanted
+        self.decided[request.flag] = "deducted"
+        return Outcome.DEDUCTED, []
+
+
+def planned(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str]
+) -> tuple[Plan, list[Answer]]:
+    the_plan = plan(requests, levels, decided)
+    answers = [
+        (d.outcome, [(s.goods_id, s.requested, s.available) for s in d.shortfalls])
+        for d in the_plan.decisions
+    ]
+    return the_plan, answers
+
+
+# --- strategies -----------------------------------------------------------------------------
+
+lines = st.dictionaries(st.sampled_from(GOODS), st.integers(1, 6), min_size=1, max_size=3)
+levels = st.fixed_dictionaries({g: st.integers(0, 8) for g in GOODS})
+decided = st.dictionaries(
+    st.sampled_from(FLAGS), st.sampled_from(["deducted", "voided", "returned"]), max_size=3
+)
+requests = st.lists(
+    st.builds(
+        Request,
+        flag=st.sampled_from(FLAGS),  # few flags: duplicates of one flag in a batch are common
+        lines=lines,
+        kind=st.sampled_from([Kind.DEDUCT, Kind.DEDUCT, Kind.DEDUCT, Kind.RETURN]),
+    ),
+    max_size=8,
+)
+
+
+@FAST
+@given(requests=requests, levels=levels, decided=decided)
+def test_a_batch_answers_as_its_requests_one_at_a_time(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str]
+) -> None:
+    serial = Serial(dict(levels), dict(decided))
+    expected = [serial.apply(r) for r in requests]
+    the_plan, answers = planned(requests, levels, decided)
+    assert answers == expected
+    assert the_plan.levels == serial.levels
+    assert all(v >= 0 for v in the_plan.levels.values())
+    moved = {g for g in GOODS if the_plan.levels[g] != levels[g]}
+    assert moved <= the_plan.changed
+
+
+@FAST
+@given(requests=requests, levels=levels, decided=decided, data=st.data())
+def test_any_arrival_order_is_some_serial_order(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str], data: st.DataObject
+) -> None:
+    """Whatever order the requests queue in, the batch is that order's serial run, and the stock
+    taken is exactly what the deducted requests asked (no more, no less)."""
+    arrival = data.draw(st.permutations(requests))
+    serial = Serial(dict(levels), dict(decided))
+    expected = [serial.apply(r) for r in arrival]
+    the_plan, answers = planned(arrival, levels, decided)
+    assert answers == expected
+    taken = {g: levels[g] - the_plan.levels[g] for g in GOODS}
+    asked = dict.fromkeys(GOODS, 0)
+    for i, (request, (outcome, _)) in enumerate(zip(arrival, answers, strict=True)):
+        sign = 1 if outcome is Outcome.DEDUCTED else -1 if i in the_plan.returned else 0
+        for goods, num in request.lines.items():
+            asked[goods] += sign * num
+    assert taken == asked
+    assert all(answers[i][0] is Outcome.RETURNED for i in the_plan.returned)
+
+
+@FAST
+@given(requests=requests, levels=levels, decided=decided)
+def test_a_batch_equals_its_requests_planned_one_by_one(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str]
+) -> None:
+    """Combining changes nothing: a batch of n is n batches of one, the state carried over."""
+    whole, answers = planned(requests, levels, decided)
+    running, known = dict(levels), dict(decided)
+    singles = []
+    for request in requests:
+        one, [answer] = planned([request], running, known)
+        singles.append(answer)
+        running = one.levels
+        if one.decisions[0].outcome is Outcome.DEDUCTED:
+            known[request.flag] = "deducted"
+        elif one.returned:
+            known[request.flag] = "returned"
+    assert answers == singles
+    assert whole.levels == running
+
+
+class BatchesOverTime(RuleBasedStateMachine):
+    """A stock service's life: batches of deductions and returns, each planned against the
+    levels and decisions the earlier ones left (as decide.py writes them), beside the serial
+    reference fed the same requests one at a time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.levels = {g: 5 for g in GOODS}
+        self.decided: dict[str, str] = {}
+        self.flows: dict[str, dict[str, int]] = {}  # what a return gives back: the flows
+        self.serial = Serial(dict(self.levels))
+
+    @rule(batch=st.lists(st.tuples(st.sampled_from(FLAGS), lines, st.booleans()), max_size=5))
+    def serve(self, batch: list[tuple[str, dict[str, int], bool]]) -> None:
+        """A cancel (stock_service/deduction.py: cancel) voids a flag with no decision and is
+        answered at once; only a deducted flag's return, of exactly its flows, joins a batch."""
+        requests = []
+        for flag, wanted, is_cancel in batch:
+            if not is_cancel:
+                requests.append(Request(flag, wanted))
+            elif self.decided.get(flag) == "deducted":
+                requests.append(Request(flag, self.flows[flag], Kind.RETURN))
+            elif flag not in self.decided:
+                self.decided[flag] = self.serial.decided[flag] = "voided"
+        the_plan, answers = planned(requests, self.levels, self.decided)
+        assert answers == [self.serial.apply(r) for r in requests]
+        for request, decision in zip(requests, the_plan.decisions, strict=True):
+            if decision.outcome is Outcome.DEDUCTED:
+                self.decided[request.flag] = "deducted"
+                self.flows[request.flag] = dict(request.lines)
+        for request in the_plan.returning(requests):
+            self.decided[request.flag] = "returned"
+        self.levels = the_plan.levels
+
+    @invariant()
+    def levels_agree_and_stock_is_conserved(self) -> None:
+        assert self.levels == self.serial.levels
+        assert all(v >= 0 for v in self.levels.values())
+        held = {g: 0 for g in GOODS}
+        for flag, outcome in self.decided.items():
+            if outcome == "deducted":
+                for goods, num in self.flows[flag].items():
+                    held[goods] += num
+        assert {g: 5 - self.levels[g] for g in GOODS} == held
+
+
+BatchesOverTime.TestCase.settings = settings(
+    max_examples=100, stateful_step_count=12, deadline=None
+)
+TestBatchesOverTime = BatchesOverTime.TestCase
+
+
+# --- the checkers against generated worlds --------------------------------------------------
+
+
+@dataclass
+class World:
+    ops: list[Op]
+    snap: Snapshot
+    initial: dict[str, int]
+
+
+@st.composite
+def worlds(draw: st.DrawFn) -> World:
+    """Orders placed one at a time against seeded goods (the serial reference decides them):
+    each answered 200 and CONFIRMED with its flows, or 409 and FAILED for lack of stock."""
+    initial = draw(st.fixed_dictionaries({g: st.integers(0, 6) for g in GOODS}))
+    orders = draw(st.lists(lines, min_size=1, max_size=8))
+    serial = Serial(dict(initial))
+    ops: list[Op] = []
+    statuses: dict[str, str] = {}
+    order_lines: dict[str, dict[str, int]] = {}
+    flows: dict[str, dict[str, int]] = {}
+    refused: dict[str, dict[str, int | None]] = {}
+    reasons: dict[str, str | None] = {}
+    for i, wanted in enumerate(orders):
+        order_id = f"o{i}"
+        outcome, short = serial.apply(Request(order_id, wanted))
+        order_lines[order_id] = wanted
+        if outcome is Outcome.DEDUCTED:
+            statuses[order_id], flows[order_id] = "CONFIRMED", dict(wanted)
+            ops.append(_op(order_id, wanted, 200, "CONFIRMED", OK))
+        else:
+            statuses[order_id], reasons[order_id] = "FAILED", REFUSED
+            refused[order_id] = {goods: 1 for goods, _, _ in short}
+            ops.append(_op(order_id, wanted, 409, "FAILED", FAIL))
+    sums = {(g, 1): sum(f.get(g, 0) for f in flows.values()) for g in GOODS}
+    snap = Snapshot(
+        levels={g: (serial.levels[g], initial[g], 1) for g in GOODS},
+        flow_sums=sums,
+        duplicate_flows=[],
+        flows_by_flag=flows,
+        orders=statuses,
+        lines=order_lines,
+        reasons=reasons,
+        refused=refused,
+        decisions={o: "deducted" for o in flows},
+    )
+    return World(ops, snap, initial)
+
+
+def _op(order_id: str, wanted: dict[str, int], status: int, told: str, outcome: str) -> Op:
+    return Op(
+        key=f"k-{order_id}",
+        attempt=0,
+        double=False,
+        lines=wanted,
+        invoke=0.0,
+        complete=0.1,
+        status=status,
+        order_id=order_id,
+        order_status=told,
+        outcome=outcome,
+    )
+
+
+def verdicts(world: World) -> dict[str, bool]:
+    """Each check's name -> whether it found a violation."""
+    found = {
+        r.invariant + " " + r.name: not r.ok for r in check_invariants(world.snap, world.initial)
+    }
+    for v in (
+        answered_ok_is_confirmed(world.ops, world.snap),
+        refused_is_failed(world.ops, world.snap),
+        answers_hold(world.ops, world.snap),
+        one_order_per_key(world.ops),
+    ):
+        assert v.verdict in (VALID, VIOLATED)
+        found[v.check] = v.verdict == VIOLATED
+    return found
+
+
+@FAST
+@given(world=worlds())
+def test_a_valid_history_raises_nothing(world: World) -> None:
+    assert [name for name, bad in verdicts(world).items() if bad] == []
+
+
+def _confirmed(world: World) -> list[str]:
+    return [o for o, s in world.snap.orders.items() if s == "CONFIRMED"]
+
+
+def _failed(world: World) -> list[str]:
+    return [o for o, s in world.snap.orders.items() if s == "FAILED"]
+
+
+@FAST
+@given(world=worlds(), data=st.data())
+def test_each_planted_violation_is_caught(world: World, data: st.DataObject) -> None:
+    snap, ops = world.snap, world.ops
+    goods = data.draw(st.sampled_from(GOODS))
+    num, seeded, version = snap.levels[goods]
+    plants = {
+        # a lost update: the level says one more unit is left than the flows allow
+        "I1 initial - final = flows - returns": replace(
+            snap, levels={**snap.levels, goods: (num + 1, seeded, version)}
+        ),
+        "I1 no negative stock": replace(
+            snap,
+            levels={**snap.levels, goods: (-1, seeded, version)},
+            flow_sums={**snap.flow_sums, (goods, version): seeded + 1},
+        ),
+        "I2 one flow per (flag, goods id)": replace(snap, duplicate_flows=[("o0", goods, 2)]),
+    }
+    for name, planted in plants.items():
+        assert verdicts(World(ops, planted, world.initial))[name], name
+    if _confirmed(world):
+        victim = data.draw(st.sampled_from(_confirmed(world)))
+        # told 200, yet FAILED at the end (and its stock back): H1, H5 and I3 all see it
+        ended_failed = replace(snap, orders={**snap.orders, victim: "FAILED"})
+        found = verdicts(World(ops, ended_failed, world.initial))
+        assert found["H1"] and found["H5"] and found["I3 orders match flows"]
+        # two orders for one key
+        twin = replace(ops[0], order_id="o-other")
+        assert verdicts(World([*ops, twin], snap, world.initial))["H3"]
+    if _failed(world):
+        victim = data.draw(st.sampled_from(_failed(world)))
+        # told 409, yet a flow was written for it: H2 and I3
+        wanted = snap.lines[victim]
+        with_flow = replace(snap, flows_by_flag={**snap.flows_by_flag, victim: dict(wanted)})
+        found = verdicts(World(ops, with_flow, world.initial))
+        assert found["H2"] and found["I3 orders match flows"]
+        # refused while the stock was there: a lost sale (I4)
+        rich = {g: (lvl + 100, s, v) for g, (lvl, s, v) in snap.levels.items()}
+        assert verdicts(World(ops, replace(snap, levels=rich), world.initial))["I4 no lost sale"]

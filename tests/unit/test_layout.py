@@ -1,0 +1,121 @@
+"""The README's Layout, held against the code: the import directions it states, no import
+circles between modules, and no module over 300 lines. Read from the source with `ast` (nothing
+is imported), so a wall that moves back fails here rather than in a reader's second hour."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = ("shared", "order_service", "stock_service", "migrations", "inventory")
+# What each top-level package may import of the others (README, "Import directions").
+MAY_IMPORT = {
+    "shared": {"migrations"},  # startup.py migrates at start-up when asked
+    "migrations": set(),
+    "order_service": {"shared"},
+    "stock_service": {"shared"},
+    "inventory": {"shared", "order_service", "stock_service", "migrations"},
+}
+MAX_LINES = 300
+
+
+def modules() -> Iterator[tuple[str, Path]]:
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+            yield name, path
+
+
+def imports_of(name: str, path: Path) -> set[str]:
+    """The project modules `name` imports, at any depth of its code (lazy imports too)."""
+    found: set[str] = set()
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*anchor, base] if base else anchor)
+            found.add(base)
+            found.update(f"{base}.{alias.name}" for alias in node.names)
+    return {m for m in found if m.split(".")[0] in PACKAGES}
+
+
+GRAPH = {name: imports_of(name, path) for name, path in modules()}
+
+
+def test_the_packages_import_only_in_the_stated_directions() -> None:
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        for target in targets
+        if (top := target.split(".")[0]) != name.split(".")[0]
+        and top not in MAY_IMPORT[name.split(".")[0]]
+    ]
+    assert not wrong, "\n".join(sorted(wrong))
+
+
+def test_no_two_modules_import_each_other_through_any_path() -> None:
+    edges = {
+        name: {t for t in targets if t in GRAPH and t != name} for name, targets in GRAPH.items()
+    }
+    # A package's __init__ re-exporting its own modules is not a circle of the code's walls.
+    edges = {
+        name: {t for t in targets if not (name.startswith(t + ".") or t.startswith(name + "."))}
+        for name, targets in edges.items()
+    }
+    circles = [scc for scc in strongly_connected(edges) if len(scc) > 1]
+    assert not circles, circles
+
+
+def strongly_connected(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Tarjan's algorithm (iteration order fixed, so a failure names the same circle twice)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            found.append(sorted(scc))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert strongly_connected({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [
+        ["a", "b", "c"],
+        ["d"],
+    ]
+
+
+@pytest.mark.parametrize("name,path", list(modules()), ids=lambda v: str(v))
+def test_no_module_is_over_300_lines(name: str, path: Path) -> None:
+    assert len(path.read_text().splitlines()) <= MAX_LINES, name

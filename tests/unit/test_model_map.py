@@ -1,0 +1,48 @@
+"""The model's actions name the code that does them (inventory/model_check.py's ACTIONS): each
+dotted path must still import, so a function renamed or removed makes the map (and the model's
+README table) stale, and this test says which."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import pytest
+
+from inventory.model_check import ACTIONS
+
+
+def resolve(dotted: str) -> Any:
+    """The object at a dotted path: the longest importable module prefix, then attributes."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            found: Any = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            found = getattr(found, name)  # AttributeError: the function is gone
+        return found
+    raise ModuleNotFoundError(f"no module in {dotted!r}")
+
+
+@pytest.mark.parametrize(("action", "path"), sorted(ACTIONS.items()))
+def test_each_action_names_a_function_that_exists(action: str, path: str) -> None:
+    target = resolve(path)
+    assert callable(target), f"{action}: {path} is not a function"
+
+
+def test_resolve_fails_on_a_missing_function() -> None:
+    with pytest.raises(AttributeError):
+        resolve("stock_service.store.StockWrite.no_such_method")
+
+
+def test_the_map_covers_the_guards_the_model_removes() -> None:
+    paths = set(ACTIONS.values())
+    for guard in (
+        "stock_service.store.StockWrite.set_level_fenced",  # NO_FENCE, FENCE_LE_ONLY
+        "stock_service.store.StockWrite.add_flows",  # NO_UNIQUE_ROW
+        "stock_service.deduction.StockDeduction.flag_live",  # FLAG_ONLY
+        "order_service.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
+    ):
+        assert guard in paths
