@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-from pathlib import Path
 
 from alembic import context
 from sqlalchemy import engine_from_config, make_url, pool
@@ -15,17 +13,12 @@ URL_VARIABLES = {"order": "ORDER_DATABASE_URL", "stock": "STOCK_DATABASE_URL"}
 
 def cli_url(section: str, ini_url: str | None) -> str | None:
     """Run from the alembic command line (`alembic -n order upgrade head`): the database the
-    services would use. ORDER_/STOCK_DATABASE_URL, else the running `inventory up` stack's,
-    else alembic.ini's file next to the current directory."""
+    services would use, ORDER_/STOCK_DATABASE_URL, else alembic.ini's file next to the current
+    directory. (The product reads nothing of the `inventory` tooling: for its stack's
+    databases, `inventory status --json` names them.)"""
     variable = URL_VARIABLES.get(section)
     if variable and os.environ.get(variable):
         return os.environ[variable]
-    state = Path(os.environ.get("INVENTORY_HOME", ".inventory"), "stack.json")
-    if variable and state.exists():
-        try:
-            return str(json.loads(state.read_text())[f"{section}_database_url"])
-        except (ValueError, KeyError):
-            pass
     return ini_url
 
 

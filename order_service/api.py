@@ -70,11 +70,17 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     "CONFIRMED: the stock was deducted and the flow seen (AWAITING_PAYMENT "
                     "with payWithinSeconds: deducted and held until paid)",
                 ),
-                202: (OrderAnswer, "PENDING: a repeat of a key whose first request still runs"),
+                202: (
+                    OrderAnswer,
+                    "PENDING: its outcome is not known yet (GET /orders/{orderId} tells), or "
+                    "a repeat of a key whose first request still runs",
+                ),
                 409: (
                     OrderAnswer,
                     "FAILED: insufficient stock, or the flag was voided; final: nothing was or "
-                    "will be deducted. CANCELLING/CANCELLED: cancelled while it was placed",
+                    "will be deducted, whatever comes back to the shelf later. "
+                    "CANCELLING/CANCELLED: cancelled while it was placed, or its key was "
+                    "cancelled before (POST /cancelOrder)",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
@@ -154,8 +160,11 @@ def order_routes(settings: Settings) -> APIBlueprint:
     @bp.doc(
         responses=answers(
             {
-                200: (OrderAnswer, "CANCELLED: the order placed under this key"),
-                404: (ErrorBody, "No order was placed under this key (not yet, or never)"),
+                200: (
+                    OrderAnswer,
+                    "CANCELLED: the order placed under this key, or, none yet, the key itself "
+                    "(no order will be placed under it)",
+                ),
                 409: (OrderNotChanged, "FAILED: nothing was deducted, nothing to cancel"),
                 503: (OrderUnavailable, "CANCELLING: the stock service did not answer"),
             }
@@ -164,23 +173,29 @@ def order_routes(settings: Settings) -> APIBlueprint:
     def cancel_by_key(headers_data: Any) -> tuple[Response, int]:
         """Cancel the order placed under an Idempotency-Key: what a buyer whose genOrder got no
         answer (a timeout) can do without knowing the order's id. The same as
-        POST /orders/{orderId}/cancel once the order exists."""
-        order = deps().store.by_idempotency_key(headers_data.idempotency_key)
-        if order is None:
-            raise ApiError(404, "no order was placed under this Idempotency-Key")
-        return outcome_answer(_known(lambda: deps().cancellation.cancel(order.id)))
+        POST /orders/{orderId}/cancel once the order exists; before it exists, the key is
+        cancelled (200 CANCELLED): a genOrder that arrives later under it places nothing and is
+        answered 409 CANCELLED. So the buyer who asked to cancel never ends up with an order
+        the cancel's answer did not announce."""
+        key = headers_data.idempotency_key
+        return outcome_answer(_known(lambda: deps().cancellation.cancel_by_key(key)))
 
     @bp.post("/orders/<orderId>/pay")
     @bp.input(OrderPath, location="path")
     @bp.doc(
         responses=answers(
             {
-                200: (OrderAnswer, "CONFIRMED: paid before its deadline (or paid before)"),
+                200: (
+                    OrderAnswer,
+                    "CONFIRMED: paid before its deadline, or paid before (a repeated or "
+                    "concurrent pay: idempotent)",
+                ),
                 404: (ErrorBody, "No such order"),
                 409: (
                     OrderNotChanged,
-                    "Not paid: the hold expired (the order is cancelled and its stock "
-                    "returned), or the order awaits no payment",
+                    "Not paid; `refused` says why: expired (the hold's time ran out: the "
+                    "order is cancelled and its stock returned), cancelled, failed, "
+                    "not_placed (still PENDING) or not_a_hold (awaits no payment)",
                 ),
                 503: (OrderUnavailable, "Expired, CANCELLING: the stock service did not answer"),
             }
@@ -225,7 +240,7 @@ def outcome_answer(outcome: Outcome) -> tuple[Response, int]:
         )
         return jsonify(body), 503
     if outcome.refused:
-        body["error"] = outcome.refused
+        body.update(error=outcome.refused.message, refused=outcome.refused.code)
         return jsonify(body), 409
     return jsonify(body), 200
 

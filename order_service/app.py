@@ -62,6 +62,7 @@ def create_app(
         settings.flag_ttl,
         settings.confirm_backoff,
         settings.idempotency_wait,
+        flag_write_seconds=settings.flag_write_seconds,
     )
     cancellation = Cancellation(store, stock)
     app.extensions["orders"] = OrderDeps(

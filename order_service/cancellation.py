@@ -14,14 +14,22 @@ idempotent.
 Pay and expiry race on the same row: pay moves AWAITING_PAYMENT to CONFIRMED only before the
 deadline, expiry to CANCELLING only after it, each a compare-and-set on the status with its
 clock's reading in the condition. Exactly one of them moves the order, and the other is told
-what it became. A cancel racing the order's own genOrder request wins the same way: the request
-finds the order no longer PENDING and answers what the row says.
+what it became. Pay is idempotent: a pay that finds the order paid (by itself before, or by a
+concurrent click) answers paid, read from the row its own transaction left. A cancel racing
+the order's own genOrder request wins the same way: the request finds the order no longer
+PENDING and answers what the row says. A cancel by Idempotency-Key that comes before the order
+leaves a tombstone under the key (a CANCELLED row with no lines): the genOrder that arrives
+later finds it and is answered CANCELLED, deducting nothing.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
+
+from sqlalchemy.exc import IntegrityError
 
 from order_service import transitions
 from order_service.model import (
@@ -38,9 +46,21 @@ from order_service.model import (
 )
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
+from order_service.transitions import Fence
+from shared.contract import Outcome as StockOutcome
+from shared.ids import new_id
 
 log = logging.getLogger(__name__)
 STOCK_SERVICE = "stock service"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why nothing was done: a code a program reads, and a sentence a person reads."""
+
+    code: str  # expired, cancelled, failed, not_placed, not_a_hold
+    message: str
 
 
 @dataclass(frozen=True)
@@ -49,11 +69,28 @@ class Outcome:
 
     order: OrderState
     unavailable: str | None = None  # a dependency whose failure left the order CANCELLING
-    refused: str | None = None  # why nothing was done (nothing to cancel, not payable)
+    refused: Refusal | None = None  # why nothing was done (nothing to cancel, not payable)
 
 
 class UnknownOrder(LookupError):
     pass
+
+
+NOTHING_TO_CANCEL = Refusal("failed", "the order failed: nothing was deducted to return")
+EXPIRED = Refusal("expired", "the hold expired")
+
+
+def _not_payable(state: OrderState) -> Refusal:
+    """Why an order that is neither payable nor paid was not paid."""
+    if state.status in (CANCELLING, CANCELLED):
+        if (state.reason or "").startswith(HOLD_EXPIRED):
+            return EXPIRED
+        return Refusal("cancelled", "the order was cancelled")
+    if state.status == PENDING:
+        return Refusal("not_placed", "the order is not placed yet")
+    if state.status == FAILED:
+        return Refusal("failed", "the order failed")
+    return Refusal("not_a_hold", "the order awaits no payment")
 
 
 class Cancellation:
@@ -67,36 +104,49 @@ class Cancellation:
             raise UnknownOrder(order_id)
         state = order.state
         if state.status in (PENDING, *HOLDING):
-            _moved, state = transitions.move(
-                self.store, order_id, (PENDING, *HOLDING), CANCELLING, CANCELLED_BY_BUYER
+            _moved, state = _known(
+                order_id,
+                lambda: transitions.move(
+                    self.store, order_id, (PENDING, *HOLDING), CANCELLING, CANCELLED_BY_BUYER
+                ),
             )
         if state.status == CANCELLING:
             return self.return_stock(state)
         if state.status == FAILED:
-            return Outcome(state, refused="the order failed: nothing was deducted to return")
+            return Outcome(state, refused=NOTHING_TO_CANCEL)
         return Outcome(state)  # CANCELLED already: the same answer, nothing returned twice
 
-    def pay(self, order_id: str) -> Outcome:
-        order = self.store.get(order_id)
+    def cancel_by_key(self, key: str) -> Outcome:
+        """Cancel the order placed under an Idempotency-Key; none yet: a tombstone, so none
+        ever will be (the unique key orders the tombstone against the genOrder's insert)."""
+        order = self.store.by_idempotency_key(key)
         if order is None:
-            raise UnknownOrder(order_id)
-        paid, state = transitions.pay(self.store, order_id)
+            try:
+                state = transitions.tombstone(self.store, new_id(), key)
+            except IntegrityError:  # the genOrder inserted first: cancel that order
+                order = self.store.by_idempotency_key(key)
+                if order is None:
+                    raise
+            else:
+                log.info("key %s cancelled before any order: tombstone %s", key, state.id)
+                return Outcome(state)
+        return self.cancel(order.id)
+
+    def pay(self, order_id: str) -> Outcome:
+        paid, state = _known(order_id, lambda: transitions.pay(self.store, order_id))
         if paid:
             log.info("order %s paid", order_id)
             return Outcome(state)
+        if state.status == CONFIRMED and state.paid_at is not None:
+            return Outcome(state)  # paid before, or by a concurrent click: paid
         if state.status == AWAITING_PAYMENT:  # the pay lost to the deadline: it expires now
             expired = self.expire(order_id)
-            return Outcome(expired.order, expired.unavailable, refused="the hold expired")
-        if state.status == CONFIRMED and order.paid_at is not None:
-            return Outcome(state)  # paid before: the same answer
-        why = {
-            PENDING: "the order is not placed yet",
-            CONFIRMED: "the order awaits no payment",
-            FAILED: "the order failed",
-        }.get(state.status, "the hold expired or the order was cancelled")
-        return Outcome(state, refused=why)
+            if expired.order.status == CONFIRMED and expired.order.paid_at is not None:
+                return Outcome(expired.order)  # a concurrent pay won after all
+            return Outcome(expired.order, expired.unavailable, refused=EXPIRED)
+        return Outcome(state, refused=_not_payable(state))
 
-    def expire(self, order_id: str, fence: int | None = None) -> Outcome:
+    def expire(self, order_id: str, fence: Fence | None = None) -> Outcome:
         """An unpaid hold past its deadline: cancelled, its stock returned."""
         _moved, state = transitions.move(
             self.store, order_id, (AWAITING_PAYMENT,), CANCELLING, HOLD_EXPIRED, fence, due=True
@@ -105,16 +155,27 @@ class Cancellation:
             return self.return_stock(state, fence)
         return Outcome(state)
 
-    def return_stock(self, state: OrderState, fence: int | None = None) -> Outcome:
+    def return_stock(self, state: OrderState, fence: Fence | None = None) -> Outcome:
         """A CANCELLING order: its stock back (or its flag voided), then CANCELLED."""
         decision = self.stock.return_stock(state.id)
         if decision is None:
             log.warning("order %s CANCELLING: the stock service did not answer", state.id)
             return Outcome(state, unavailable=STOCK_SERVICE)
-        what = "stock returned" if decision.outcome == "returned" else "nothing was deducted"
+        returned = decision.outcome == StockOutcome.RETURNED
+        what = "stock returned" if returned else "nothing was deducted"
         reason = f"{state.reason or CANCELLED_BY_BUYER} ({what})"
-        _moved, after = transitions.move(
-            self.store, state.id, (CANCELLING,), CANCELLED, reason, fence
+        _moved, after = _known(
+            state.id,
+            lambda: transitions.move(self.store, state.id, (CANCELLING,), CANCELLED, reason, fence),
         )
         log.info("order %s %s: %s", state.id, after.status, reason)
         return Outcome(after)
+
+
+def _known(order_id: str, write: Callable[[], T]) -> T:
+    """A write whose order is gone (a genOrder rejected for unknown goods removed it while
+    its PENDING row was being cancelled) answers as an unknown order, not an error."""
+    try:
+        return write()
+    except LookupError as exc:
+        raise UnknownOrder(order_id) from exc

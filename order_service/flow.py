@@ -10,8 +10,10 @@ What each answer of the stock service makes of the order:
   request and a database read on each side per order.
 - duplicate (the deduction was made by another attempt), or a deducted answer without its rows:
   the polls read the flow, the article's way, and the order is CONFIRMED.
-- insufficient, voided: a decision of the stock database that nothing was (or will be)
-  deducted: FAILED at once.
+- insufficient, voided: a decision of the stock database, recorded before the answer, that
+  nothing was deducted and nothing ever will be (a late attempt of the flag, one that passed
+  the Redis check before the refusal, finds the decision): FAILED at once, and a 409 for lack
+  of stock holds whatever comes back to the shelf afterwards.
 - unknown_flag: the flag is live neither in Redis nor in the stock database (Redis lost it):
   the flag is written again and the call made again.
 - no answer (timeouts, 5xx after the retries), or a flow that cannot be read: the outcome is
@@ -31,7 +33,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from datetime import datetime
 from typing import Any
 
 import redis
@@ -45,6 +46,7 @@ from order_service.model import (
     OUTCOME_UNKNOWN,
     PENDING,
     REDIS_UNAVAILABLE,
+    REJECTED,
     VOIDED,
     IdempotencyKeyReused,
     OrderRequest,
@@ -52,21 +54,23 @@ from order_service.model import (
     Placement,
     StockRejected,
 )
-from order_service.settlement import decided_status
+from order_service.settlement import decided_status, failed_because
+from order_service.stock_client import REJECTED as REJECTED_BY_STOCK
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
+from shared.contract import Outcome
 from shared.ids import new_id
 from shared.logs import log_context
 from shared.metrics import CONFIRMATION_POLLS, ORDERS
 from shared.retry import RetryBudget
+from shared.settings import FLAG_WRITES
 
 log = logging.getLogger(__name__)
 STOCK_SERVICE = "stock service"
-FLAG_REWRITES = 1  # times a flag the stock service does not know is written again
-# Riding out a Redis restart, or a Sentinel failover in the cluster (its sentinels wait 2 s
-# before they call the primary down, then vote and promote: 3.4 s measured in the chaos run,
-# where a 3 s budget lost 13 orders to redis_unavailable).
-FLAG_WRITE_ATTEMPTS, FLAG_WRITE_SECONDS = 10, 6.0
+# Times a flag the stock service does not know is written again (shared/settings.py counts
+# them in one request's budget).
+FLAG_REWRITES = FLAG_WRITES - 1
+FLAG_WRITE_ATTEMPTS = 10  # within FLAG_WRITE_SECONDS: a Redis restart or failover ridden out
 
 
 class OrderFlow:
@@ -79,11 +83,13 @@ class OrderFlow:
         confirm_backoff: tuple[float, ...],
         idempotency_wait: float,
         sleep: Callable[[float], None] = time.sleep,
+        flag_write_seconds: float = 6.0,
     ) -> None:
         self.store = store
         self.redis = redis_client
         self.stock = stock
         self.flag_ttl = flag_ttl
+        self.flag_write_seconds = flag_write_seconds
         self.confirm_backoff = confirm_backoff
         self.idempotency_wait = idempotency_wait
         self.sleep = sleep
@@ -96,7 +102,7 @@ class OrderFlow:
                 return self.replay(existing, request)
         order_id = new_id()
         try:
-            deadline = transitions.create_pending(
+            transitions.create_pending(
                 self.store,
                 order_id,
                 request.user_id,
@@ -121,27 +127,27 @@ class OrderFlow:
             return self.finish(order_id, FAILED, REDIS_UNAVAILABLE, unavailable="redis")
         answer = self.call_stock(order_id, request.lines)
         log.debug("stock service answered %s after %d attempts", answer.outcome, answer.attempts)
-        if answer.outcome == "rejected":
+        if answer.outcome == REJECTED_BY_STOCK:
             raise self.undo_rejected(order_id, answer)
-        if answer.outcome == "insufficient":
+        if answer.outcome == Outcome.INSUFFICIENT:
             return self.finish(order_id, FAILED, INSUFFICIENT_STOCK, shortfalls=_shortfalls(answer))
-        if answer.outcome == "voided":
+        if answer.outcome == Outcome.VOIDED:
             return self.finish(order_id, FAILED, VOIDED, "the flag was voided before this call")
-        if answer.outcome == "cancelled":  # the buyer cancelled it meanwhile; the row says so
+        if answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
             return self.finish(order_id, FAILED, VOIDED, "cancelled while it was placed")
-        if answer.outcome == "deducted" and _committed_lines(answer) == request.lines:
-            return self.finish(order_id, request.confirmed, pay_deadline=deadline)
+        if answer.outcome == Outcome.DEDUCTED and _committed_lines(answer) == request.lines:
+            return self.confirm(order_id, request)
         flows = self.poll_flows(order_id)
         if flows:
-            return self.finish(order_id, request.confirmed, pay_deadline=deadline)
-        return self.settle_unknown(order_id, request, answer, deadline)
+            return self.confirm(order_id, request)
+        return self.settle_unknown(order_id, request, answer)
 
     def write_flag(self, order_id: str) -> bool:
         """The operation flag: lets the stock service tell a live operation from a retry of a
         decided one. Tried again for a few seconds (a SET is idempotent): a Redis restarting
         or failing over would otherwise fail every order placed meanwhile, with the stock on
         the shelf. False when Redis stays down."""
-        budget = RetryBudget(FLAG_WRITE_ATTEMPTS, FLAG_WRITE_SECONDS, 0.1, 1.0, self.sleep)
+        budget = RetryBudget(FLAG_WRITE_ATTEMPTS, self.flag_write_seconds, 0.1, 1.0, self.sleep)
         while budget.next_attempt():
             try:
                 self.redis.set(order_id, "orderId", ex=self.flag_ttl)
@@ -155,7 +161,7 @@ class OrderFlow:
         (Redis lost it) is written again and the call made again."""
         answer = self.stock.reduce_stock(order_id, lines)
         for _ in range(FLAG_REWRITES):
-            if answer.outcome != "unknown_flag" or not self.write_flag(order_id):
+            if answer.outcome != Outcome.UNKNOWN_FLAG or not self.write_flag(order_id):
                 break
             log.warning("the stock service does not know flag %s: written again", order_id)
             attempts = answer.attempts
@@ -182,21 +188,21 @@ class OrderFlow:
         order_id: str,
         request: OrderRequest,
         answer: StockAnswer,
-        deadline: datetime | None = None,
     ) -> Placement:
         """No flow after the polls, and no decision that says none will come: ask the stock
         service to decide (void). Its decision is final; no answer leaves the order PENDING
         for the reconciler."""
         why = answer.error or f"the stock service answered {answer.outcome}"
-        unavailable = "redis" if answer.outcome == "unknown_flag" else STOCK_SERVICE
+        unavailable = "redis" if answer.outcome == Outcome.UNKNOWN_FLAG else STOCK_SERVICE
         decision = self.stock.void(order_id)
         if decision is None:
             return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, why, unavailable=unavailable)
         status = decided_status(decision, request.lines)
         if status == CONFIRMED:
-            return self.finish(order_id, request.confirmed, pay_deadline=deadline)
+            return self.confirm(order_id, request)
         if status == FAILED:
-            return self.finish(order_id, FAILED, VOIDED, why, unavailable=unavailable)
+            code = failed_because(decision)
+            return self.finish(order_id, FAILED, code, why, unavailable=unavailable)
         # Flows that are not this order's lines: never guessed; left for a person.
         detail = f"flows {decision.deducted_lines()} differ from the order's lines"
         return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, detail, unavailable=unavailable)
@@ -209,10 +215,10 @@ class OrderFlow:
         detail: str | None = None,
         unavailable: str | None = None,
         shortfalls: list[Any] | None = None,
-        pay_deadline: datetime | None = None,
+        hold_for: int | None = None,
     ) -> Placement:
         reason = f"{code}: {detail}" if code and detail else code
-        state = transitions.finish(self.store, order_id, status, reason, shortfalls, pay_deadline)
+        state = transitions.finish(self.store, order_id, status, reason, shortfalls, hold_for)
         if state.status != status:
             log.info("order %s was settled meanwhile: %s", order_id, state.status)
             return Placement(state)
@@ -220,9 +226,17 @@ class OrderFlow:
         ORDERS.labels(status, code or "none").inc()
         return Placement(state, unavailable=unavailable, shortfalls=shortfalls or [])
 
+    def confirm(self, order_id: str, request: OrderRequest) -> Placement:
+        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now."""
+        return self.finish(order_id, request.confirmed, hold_for=request.pay_within)
+
     def undo_rejected(self, order_id: str, answer: StockAnswer) -> StockRejected:
-        """The stock service refused the request itself (unknown goods): keep nothing of it."""
-        transitions.remove(self.store, order_id)
+        """The stock service refused the request itself (unknown goods): keep nothing of it,
+        unless a cancel took the order meanwhile (then the row stays, as the cancel's answer
+        named it). Nothing can be deducted for it: no attempt got past the goods check, and
+        its flag is deleted."""
+        if not transitions.remove(self.store, order_id):
+            log.info("order %s was rejected (%s) after a cancel took it", order_id, REJECTED)
         try:
             self.redis.delete(order_id)
         except redis.RedisError:
@@ -233,8 +247,12 @@ class OrderFlow:
         return StockRejected(message, list(unknown) if unknown is not None else None)
 
     def replay(self, existing: OrderRow, request: OrderRequest) -> Placement:
-        """A repeat of an Idempotency-Key: the first request's answer, nothing new created."""
+        """A repeat of an Idempotency-Key: nothing new created; the order's state now, once its
+        first request has finished (so the buyer learns the truth: placed, refused, or
+        cancelled since)."""
         log_context(order_id=existing.id, flag=existing.id)
+        if existing.tombstone:  # cancelled by key before it was placed: nothing to place
+            return Placement(existing.state, replayed=True)
         if existing.request_hash != request.fingerprint():
             raise IdempotencyKeyReused(existing.id)
         order: OrderRow | None = existing

@@ -6,6 +6,8 @@ rows a repository returns, a request to place one and what placing it came to.
        |                                                      \\--expired--> CANCELLING
        \\--cancel--> CANCELLING --(its stock returned, or its flag voided)--> CANCELLED
     CONFIRMED and AWAITING_PAYMENT --cancel--> CANCELLING
+    (nothing) --cancel by key--> CANCELLED (a tombstone: a later genOrder under the key is
+                                  answered CANCELLED)
 
 Every move is a compare-and-set on the status (order_service/store.py, `move`): of two writers
 that race (a pay and an expiry, a request and the reconciler), exactly one moves the order,
@@ -33,10 +35,14 @@ HOLDING = (CONFIRMED, AWAITING_PAYMENT)
 INSUFFICIENT_STOCK = "insufficient_stock"  # refused for lack of stock (exactly this text)
 VOIDED = "voided"  # the stock service could not be reached, then the flag was voided
 REDIS_UNAVAILABLE = "redis_unavailable"  # no flag written, no stock call made
+REJECTED = "rejected"  # the stock service refused the request itself (unknown goods)
 OUTCOME_UNKNOWN = "outcome_unknown"  # PENDING: the reconciler settles it
 RECONCILED = "reconciled"  # settled by the reconciler from the stock database's decision
 CANCELLED_BY_BUYER = "cancelled: by the buyer"
 HOLD_EXPIRED = "cancelled: the hold expired unpaid"
+# A cancel by Idempotency-Key that came before its order: a tombstone under the key, so the
+# genOrder that arrives later is answered CANCELLED and deducts nothing.
+CANCELLED_BEFORE_PLACED = "cancelled: by the buyer, before the order was placed"
 
 
 @dataclass(frozen=True)
@@ -48,6 +54,7 @@ class OrderState:
     status: str
     reason: str | None
     pay_deadline: datetime | None = None
+    paid_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -62,10 +69,16 @@ class OrderRow:
     updated_at: datetime
     pay_deadline: datetime | None = None
     paid_at: datetime | None = None
+    pay_within: int | None = None  # a hold: seconds to pay in, from its confirmation
 
     @property
     def state(self) -> OrderState:
-        return OrderState(self.id, self.status, self.reason, self.pay_deadline)
+        return OrderState(self.id, self.status, self.reason, self.pay_deadline, self.paid_at)
+
+    @property
+    def tombstone(self) -> bool:
+        """A cancel by key that came before any order under the key (no request, no lines)."""
+        return self.request_hash is None and not self.lines and self.status == CANCELLED
 
     def as_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -88,7 +101,9 @@ class OrderRow:
 class OrderRequest:
     user_id: str
     lines: dict[str, int]
-    pay_within: int | None = None  # a hold: seconds to pay in, else it is cancelled
+    # A hold: seconds to pay in, counted from the deduction's confirmation; unpaid by then,
+    # it is cancelled and its stock returned.
+    pay_within: int | None = None
 
     @property
     def confirmed(self) -> str:

@@ -4,10 +4,11 @@ Three kinds of orders, each read in keyset pages of `page_size`, oldest first, w
 (the pass reads nothing else, so its cost is the number of orders it settles, however many
 orders failed or were confirmed):
 
-- PENDING, older than `older_than` (longer than a request's whole budget, so no request of it is
-  still running): its request lost the stock service (or died), and its attempts may have
-  committed after it stopped polling. The stock service is asked to settle its flag (`void`):
-  deducted makes it CONFIRMED (a hold: AWAITING_PAYMENT), voided FAILED (and no attempt of it
+- PENDING, older than `older_than` (one request's whole budget, Settings.request_budget: the
+  settings refuse less, so no request of it is still running): its request lost the stock
+  service (or died), and its attempts may have committed after it stopped polling. The stock
+  service is asked to settle its flag (`void`): deducted makes it CONFIRMED (a hold:
+  AWAITING_PAYMENT, its clock starting now), voided or refused FAILED (and no attempt of it
   can deduct any more).
 - CANCELLING, older than `older_than`: a cancel recorded whose stock return got no answer; the
   return is asked again (idempotent), and the order becomes CANCELLED.
@@ -34,13 +35,15 @@ from order_service.model import (
     CANCELLED,
     CANCELLING,
     CONFIRMED,
+    FAILED,
     PENDING,
     RECONCILED,
     OrderRow,
 )
-from order_service.settlement import decided_status
+from order_service.settlement import decided_status, failed_because
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
+from order_service.transitions import Fence
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 200
@@ -62,12 +65,12 @@ def reconcile(
     stock: StockClient,
     older_than: timedelta,
     now: datetime | None = None,
-    fence: int | None = None,
+    fence: Fence | None = None,
     before_write: Callable[[], None] = lambda: None,
     page_size: int = PAGE_SIZE,
 ) -> ReconcileReport:
-    """One pass. `fence`: the elected reconciler's leader token; every write carries it, and
-    transitions.Superseded ends the pass when a newer leader has written."""
+    """One pass. `fence`: the elected reconciler's (epoch, leader token); every write carries
+    it, and transitions.Superseded ends the pass when a newer leader has written."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     report = ReconcileReport()
     cancellation = Cancellation(store, stock)
@@ -126,7 +129,7 @@ def settle_one(
     stock: StockClient,
     order: OrderRow,
     report: ReconcileReport,
-    fence: int | None,
+    fence: Fence | None,
     before_write: Callable[[], None],
 ) -> None:
     report.examined += 1
@@ -140,11 +143,11 @@ def settle_one(
         log.error("order %s: flows %s are not its lines", order.id, decision.deducted_lines())
         return
     before_write()
-    what = {CONFIRMED: "deducted", CANCELLED: "returned"}.get(status, "voided")
-    if status == CONFIRMED and order.pay_deadline is not None:
+    what = decision.outcome if status != FAILED else failed_because(decision)
+    if status == CONFIRMED and order.pay_within:
         status = AWAITING_PAYMENT  # a hold: paid or expired from here
     reason = f"{RECONCILED}: {what} ({order.reason or 'its request ended without an outcome'})"
-    if transitions.settle(store, order.id, PENDING, status, reason, fence):
+    if transitions.settle(store, order.id, PENDING, status, reason, fence, order.pay_within):
         placed = status in (CONFIRMED, AWAITING_PAYMENT, CANCELLED)
         (report.confirmed if placed else report.failed).append(order.id)
         log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)

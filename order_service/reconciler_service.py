@@ -32,7 +32,7 @@ from datetime import timedelta
 from order_service.reconcile import reconcile
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
-from order_service.transitions import Superseded
+from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
 from shared.election import Elector, EtcdElector, ZooKeeperElector
 from shared.faults import NO_FAULTS, Faults
@@ -108,8 +108,8 @@ def lead(
             report = reconcile(
                 store,
                 stock,
-                timedelta(seconds=settings.reconcile_older_than),
-                fence=token,
+                timedelta(seconds=settings.reconcile_age()),
+                fence=Fence(settings.reconciler_epoch, token),
                 before_write=lambda: faults.fire("reconciler_stop_before_write"),
             )
         except Superseded as exc:

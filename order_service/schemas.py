@@ -96,8 +96,10 @@ class IdempotencyHeaders(BaseModel):
         min_length=1,
         max_length=128,
         pattern=r"^[\x20-\x7e]+$",
-        description="1-128 printable characters. A repeat with the same key and body answers "
-        "the first result and places nothing new; with another body, 422.",
+        description="1-128 printable characters. A repeat with the same key and body places "
+        "nothing new and answers the order's current state, once its first request has "
+        "finished (200 placed; 409 refused; 409 CANCELLED if it was cancelled since, or if "
+        "the key was cancelled before it was placed); with another body, 422.",
     )
 
 
@@ -147,6 +149,10 @@ class OrderNotChanged(ErrorBody):
     orderId: str
     status: OrderStatus
     reason: str | None = None
+    refused: Literal["expired", "cancelled", "failed", "not_placed", "not_a_hold"] = Field(
+        description="why nothing was done, for a program: expired (the hold's time ran out), "
+        "cancelled, failed (nothing was deducted), not_placed (still PENDING), not_a_hold"
+    )
 
 
 class OrderRefused(ErrorBody):

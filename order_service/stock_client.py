@@ -29,15 +29,16 @@ from shared.retry import RetryBudget
 
 log = logging.getLogger(__name__)
 
+# What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
 UNKNOWN = "unknown"  # no answer that says what happened
+REJECTED = "rejected"  # the request itself was refused (400/404/422): nothing done
 KEEPALIVE_SECONDS = 2.0  # below gunicorn's keep-alive (inventory/local/gunicorn.py: 5 s)
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
 
 @dataclass
 class StockAnswer:
-    # deducted | duplicate | insufficient | voided | unknown_flag | rejected | unknown
-    outcome: str
+    outcome: str  # a shared.contract.Outcome, REJECTED or UNKNOWN
     status: int | None = None
     body: Any = None
     attempts: int = 0
@@ -46,9 +47,9 @@ class StockAnswer:
 
 @dataclass(frozen=True)
 class StockDecision:
-    """What the stock database decided for a flag, as `void` learned it."""
+    """What the stock database decided for a flag, as `void` or `return_stock` learned it."""
 
-    outcome: str  # voided | deducted | returned
+    outcome: str  # void: a shared.contract.Decided; return_stock: returned or voided
     flows: list[dict[str, Any]]  # the flows (void), or the return rows (return_stock)
 
     def deducted_lines(self) -> dict[str, int]:
@@ -126,7 +127,7 @@ class StockClient:
             elif response.status_code == 409:
                 answer.outcome = str(answer.body.get("outcome", "insufficient"))
             else:
-                answer.outcome = "rejected"
+                answer.outcome = REJECTED
             return answer
         return answer
 

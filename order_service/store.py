@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Engine, and_, bindparam, delete, insert, or_, select, update
@@ -23,12 +23,22 @@ DB = "order database"
 
 # The fence row's update takes its row lock to the commit: two reconcilers that both believe
 # they lead are serialized there, and the older one, once the newer has written, is refused.
+# (epoch, token) pairs, compared in that order: a raised epoch starts the tokens again.
+_FENCE = reconciler_fence.c
 FENCE_ADVANCE = (
     update(reconciler_fence)
-    .where(reconciler_fence.c.name == "reconciler", reconciler_fence.c.token <= bindparam("t"))
-    .values(token=bindparam("t"))
+    .where(
+        reconciler_fence.c.name == "reconciler",
+        or_(
+            _FENCE.epoch < bindparam("e"),
+            and_(_FENCE.epoch == bindparam("e"), _FENCE.token <= bindparam("t")),
+        ),
+    )
+    .values(epoch=bindparam("e"), token=bindparam("t"))
 )
-FENCE_READ = select(reconciler_fence.c.token).where(reconciler_fence.c.name == "reconciler")
+FENCE_READ = select(reconciler_fence.c.epoch, reconciler_fence.c.token).where(
+    reconciler_fence.c.name == "reconciler"
+)
 # The statements of every order, built once and run with parameters (as the stock store's):
 # building an expression and its cache key on each call cost about 0.3 ms per order.
 INSERT_ORDER = insert(orders)
@@ -36,11 +46,16 @@ INSERT_DETAILS = insert(order_details)
 FINISH = (
     update(orders)
     .where(orders.c.id == bindparam("order_id"), orders.c.status == PENDING)
-    .values(status=bindparam("status"), reason=bindparam("reason"), updated_at=bindparam("at"))
+    .values(
+        status=bindparam("status"),
+        reason=bindparam("reason"),
+        updated_at=bindparam("at"),
+        pay_deadline=bindparam("deadline"),
+    )
 )
-READ_STATE = select(orders.c.status, orders.c.reason, orders.c.pay_deadline).where(
-    orders.c.id == bindparam("order_id")
-)
+READ_STATE = select(
+    orders.c.status, orders.c.reason, orders.c.pay_deadline, orders.c.paid_at
+).where(orders.c.id == bindparam("order_id"))
 
 
 class OrderWrite:
@@ -57,6 +72,8 @@ class OrderWrite:
         self.conn.execute(
             INSERT_ORDER, {**order, "created_at": self.stamp, "updated_at": self.stamp}
         )
+        if not lines:  # a tombstone: a key cancelled before its order
+            return
         self.conn.execute(
             INSERT_DETAILS,
             [
@@ -65,10 +82,23 @@ class OrderWrite:
             ],
         )
 
-    def finish_pending(self, order_id: str, status: str, reason: str | None) -> bool:
-        """PENDING -> `status`, a compare-and-set; False when the order was not PENDING."""
-        params = {"order_id": order_id, "status": status, "reason": reason, "at": self.stamp}
+    def finish_pending(
+        self, order_id: str, status: str, reason: str | None, hold_for: int | None = None
+    ) -> bool:
+        """PENDING -> `status`, a compare-and-set; False when the order was not PENDING.
+        `hold_for`: a hold's seconds to pay in, counted from now (its deduction confirmed)."""
+        params = {
+            "order_id": order_id,
+            "status": status,
+            "reason": reason,
+            "at": self.stamp,
+            "deadline": self.deadline(hold_for),
+        }
         return bool(self.conn.execute(FINISH, params).rowcount)
+
+    def deadline(self, hold_for: int | None) -> datetime | None:
+        """A hold's deadline, if it starts now."""
+        return self.stamp + timedelta(seconds=hold_for) if hold_for else None
 
     def record_shortfall(self, order_id: str, goods_id: Any, available: Any, seed: Any) -> None:
         """What the stock service said was available of a line it refused."""
@@ -85,14 +115,18 @@ class OrderWrite:
         status: str,
         reason: str | None,
         due: bool | None = None,
+        hold_for: int | None = None,
         **values: Any,
     ) -> bool:
         """One of `was` -> `status`. `due`: only if the pay deadline has passed (True) or not
-        yet (False) by this transaction's clock. Whether it moved the row."""
+        yet (False) by this transaction's clock; `hold_for`: a hold's seconds to pay in, its
+        deadline set from now. Whether it moved the row."""
         condition = and_(orders.c.id == order_id, orders.c.status.in_(list(was)))
         if due is not None:
             passed = orders.c.pay_deadline <= self.stamp
             condition = and_(condition, passed if due else orders.c.pay_deadline > self.stamp)
+        if hold_for:
+            values["pay_deadline"] = self.deadline(hold_for)
         moved = self.conn.execute(
             update(orders)
             .where(condition)
@@ -100,19 +134,27 @@ class OrderWrite:
         ).rowcount
         return bool(moved == 1)
 
-    def advance_fence(self, token: int) -> bool:
-        """The reconciler fence up to `token`, unless it is above it already (False)."""
-        return bool(self.conn.execute(FENCE_ADVANCE, {"t": token}).rowcount)
+    def advance_fence(self, epoch: int, token: int) -> bool:
+        """The reconciler fence up to (`epoch`, `token`), unless it is above it already
+        (False)."""
+        return bool(self.conn.execute(FENCE_ADVANCE, {"e": epoch, "t": token}).rowcount)
 
-    def fence(self) -> int | None:
-        return self.conn.execute(FENCE_READ).scalar_one_or_none()
+    def fence(self) -> tuple[int, int] | None:
+        found = self.conn.execute(FENCE_READ).first()
+        return (int(found.epoch), int(found.token)) if found else None
 
     def state(self, order_id: str) -> OrderState:
         return _found(self.conn, order_id)
 
-    def remove(self, order_id: str) -> None:
+    def remove_pending(self, order_id: str) -> bool:
+        """Delete a PENDING order and its details; False (nothing deleted) when it moved on.
+        The compare-and-set first takes the row's lock to the commit, so no cancel moves the
+        order between the check and the deletes."""
+        if not self.compare_and_set(order_id, (PENDING,), "REMOVED", None):
+            return False
         self.conn.execute(delete(order_details).where(order_details.c.order_id == order_id))
         self.conn.execute(delete(orders).where(orders.c.id == order_id))
+        return True
 
 
 class OrderStore:
@@ -195,7 +237,7 @@ def _found(conn: Any, order_id: str) -> OrderState:
     found = conn.execute(READ_STATE, {"order_id": order_id}).first()
     if found is None:
         raise LookupError(f"order {order_id} is not in the order database")
-    return OrderState(order_id, found.status, found.reason, found.pay_deadline)
+    return OrderState(order_id, found.status, found.reason, found.pay_deadline, found.paid_at)
 
 
 def _row(row: Any, lines: dict[str, int]) -> OrderRow:
@@ -210,6 +252,7 @@ def _row(row: Any, lines: dict[str, int]) -> OrderRow:
         row["updated_at"],
         row["pay_deadline"],
         row["paid_at"],
+        row["pay_within"],
     )
 
 

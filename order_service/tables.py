@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import (
     BigInteger,
     Column,
-    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -13,6 +12,8 @@ from sqlalchemy import (
     String,
     Table,
 )
+
+from shared.db import Timestamp
 
 metadata = MetaData()
 
@@ -27,11 +28,13 @@ orders = Table(
     # Unique: a repeat of a key finds the first order instead of inserting a second one.
     Column("idempotency_key", String(128), nullable=True, unique=True),
     Column("request_hash", String(64), nullable=True),
-    Column("created_at", DateTime, nullable=False),
-    Column("updated_at", DateTime, nullable=False),
-    # A hold (genOrder's payWithinSeconds): paid by this time, or cancelled by the reconciler.
-    Column("pay_deadline", DateTime, nullable=True),
-    Column("paid_at", DateTime, nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    # A hold (genOrder's payWithinSeconds): its seconds to pay in, and, once its deduction is
+    # confirmed, the deadline they make: paid by then, or cancelled by the reconciler.
+    Column("pay_within", Integer, nullable=True),
+    Column("pay_deadline", Timestamp, nullable=True),
+    Column("paid_at", Timestamp, nullable=True),
     # The reconciler pages through the PENDING and CANCELLING orders, oldest first, and the
     # holds by their deadline.
     Index("ix_orders_status_created", "status", "created_at"),
@@ -51,11 +54,14 @@ order_details = Table(
     Column("seed_version", Integer, nullable=True),
 )
 
-# The fence of the elected reconciler: the highest leader token that has written. A write of
-# a leader whose token is lower (one that lost leadership and did not notice) is refused.
+# The fence of the elected reconciler: the highest (epoch, leader token) that has written. A
+# write of a leader whose pair is lower (one that lost leadership and did not notice) is
+# refused. The epoch is the operator's (RECONCILER_EPOCH): raised after the lock service was
+# rebuilt, whose tokens start again from small numbers.
 reconciler_fence = Table(
     "reconciler_fence",
     metadata,
     Column("name", String(40), primary_key=True),
     Column("token", BigInteger, nullable=False),
+    Column("epoch", BigInteger, nullable=False, server_default="0"),
 )

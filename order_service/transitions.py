@@ -8,23 +8,41 @@ and its rules are here rather than in the repository:
   built from the row as the write left it (a reconciler or a cancel may have moved it first);
 - pay and expiry are the same compare-and-set with opposite deadline conditions, read by the
   same transaction's clock: exactly one of them wins;
-- a write of the elected reconciler first moves the reconciler fence up to its leader token,
-  in the same transaction; a newer leader's token there means this one was deposed:
-  Superseded, nothing written.
+- a write of the elected reconciler first moves the reconciler fence up to its (epoch, leader
+  token), in the same transaction; a newer leader's pair there means this one was deposed:
+  Superseded, nothing written;
+- a hold's clock starts when its deduction is confirmed: the move to AWAITING_PAYMENT sets its
+  deadline from the transaction's clock, so the buyer always gets the seconds they asked for.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from dataclasses import dataclass
 from typing import Any
 
-from order_service.model import AWAITING_PAYMENT, CONFIRMED, PENDING, OrderState
+from order_service.model import (
+    AWAITING_PAYMENT,
+    CANCELLED,
+    CANCELLED_BEFORE_PLACED,
+    CONFIRMED,
+    PENDING,
+    OrderState,
+)
 from order_service.store import OrderStore
 
 
 class Superseded(Exception):
     """A reconciler leader's write was refused: a newer leader has written."""
+
+
+@dataclass(frozen=True, order=True)
+class Fence:
+    """An elected reconciler's fencing pair: the operator's epoch (RECONCILER_EPOCH), then the
+    lock service's leader token. Compared in that order."""
+
+    epoch: int
+    token: int
 
 
 def create_pending(
@@ -35,11 +53,11 @@ def create_pending(
     idempotency_key: str | None,
     request_hash: str | None,
     pay_within: int | None = None,
-) -> datetime | None:
-    """The order and its details, PENDING; with `pay_within` seconds, a hold whose payment is
-    due by then (returned). A repeated idempotency key raises IntegrityError, nothing written."""
+) -> None:
+    """The order and its details, PENDING; with `pay_within`, a hold whose seconds to pay in
+    start once its deduction is confirmed. A repeated idempotency key raises IntegrityError,
+    nothing written."""
     with store.writing() as write:
-        deadline = write.stamp + timedelta(seconds=pay_within) if pay_within else None
         write.add(
             {
                 "id": order_id,
@@ -48,12 +66,34 @@ def create_pending(
                 "reason": None,
                 "idempotency_key": idempotency_key,
                 "request_hash": request_hash,
-                "pay_deadline": deadline,
+                "pay_within": pay_within,
+                "pay_deadline": None,
                 "paid_at": None,
             },
             lines,
         )
-    return deadline
+
+
+def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderState:
+    """A cancel by key before any order under it: a CANCELLED row that holds the key, so the
+    genOrder that comes later finds it (its insert fails on the unique key: IntegrityError
+    here when the genOrder came first)."""
+    with store.writing() as write:
+        write.add(
+            {
+                "id": order_id,
+                "user_id": "",
+                "status": CANCELLED,
+                "reason": CANCELLED_BEFORE_PLACED,
+                "idempotency_key": idempotency_key,
+                "request_hash": None,
+                "pay_within": None,
+                "pay_deadline": None,
+                "paid_at": None,
+            },
+            {},
+        )
+    return OrderState(order_id, CANCELLED, CANCELLED_BEFORE_PLACED)
 
 
 def finish(
@@ -62,20 +102,22 @@ def finish(
     status: str,
     reason: str | None,
     shortfalls: list[dict[str, Any]] | None = None,
-    pay_deadline: datetime | None = None,
+    hold_for: int | None = None,
 ) -> OrderState:
     """A PENDING order to its outcome (or why it is still PENDING), with the shortfall of each
-    line the stock service refused. The order's state after: the one written, or, when it was
-    no longer PENDING (the reconciler settled it, the buyer cancelled it), the one found."""
+    line the stock service refused; `hold_for`: AWAITING_PAYMENT's seconds to pay in, from
+    now. The order's state after: the one written, or, when it was no longer PENDING (the
+    reconciler settled it, the buyer cancelled it), the one found."""
     reason = reason and reason[:200]
+    hold_for = hold_for if status == AWAITING_PAYMENT else None
     with store.writing() as write:
-        if not write.finish_pending(order_id, status, reason):
+        if not write.finish_pending(order_id, status, reason, hold_for):
             return write.state(order_id)
         for short in shortfalls or []:
             write.record_shortfall(
                 order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
             )
-    return OrderState(order_id, status, reason, pay_deadline)
+    return OrderState(order_id, status, reason, write.deadline(hold_for))
 
 
 def move(
@@ -84,29 +126,38 @@ def move(
     was: Sequence[str],
     status: str,
     reason: str | None,
-    fence: int | None = None,
+    fence: Fence | None = None,
     due: bool | None = None,
+    hold_for: int | None = None,
     **values: Any,
 ) -> tuple[bool, OrderState]:
-    """Every other transition: one of `was` -> `status` (`due`: see OrderWrite.compare_and_set),
-    with `fence` the elected reconciler's leader token (see the module's docstring). Whether it
-    moved, and the order's state after."""
+    """Every other transition: one of `was` -> `status` (`due`, `hold_for`: see
+    OrderWrite.compare_and_set), with `fence` the elected reconciler's (see the module's
+    docstring). Whether it moved, and the order's state after."""
     reason = reason and reason[:200]
     with store.writing() as write:
-        if fence is not None and not write.advance_fence(fence):
+        if fence is not None and not write.advance_fence(fence.epoch, fence.token):
+            epoch, token = write.fence() or (0, 0)
             raise Superseded(
-                f"write refused: a newer reconciler leader (token {write.fence()}) has written "
-                f"since this one (token {fence}) was elected"
+                f"write refused: a newer reconciler leader (epoch {epoch}, token {token}) has "
+                f"written since this one (epoch {fence.epoch}, token {fence.token}) was "
+                "elected; if the lock service was rebuilt, raise RECONCILER_EPOCH"
             )
-        moved = write.compare_and_set(order_id, was, status, reason, due, **values)
+        moved = write.compare_and_set(order_id, was, status, reason, due, hold_for, **values)
         return moved, write.state(order_id)
 
 
 def settle(
-    store: OrderStore, order_id: str, was: str, status: str, reason: str, fence: int | None = None
+    store: OrderStore,
+    order_id: str,
+    was: str,
+    status: str,
+    reason: str,
+    fence: Fence | None = None,
+    hold_for: int | None = None,
 ) -> bool:
     """Reconciliation: an order from `was` to `status`; False if it had moved on."""
-    return move(store, order_id, (was,), status, reason, fence)[0]
+    return move(store, order_id, (was,), status, reason, fence, hold_for=hold_for)[0]
 
 
 def pay(store: OrderStore, order_id: str) -> tuple[bool, OrderState]:
@@ -119,7 +170,8 @@ def pay(store: OrderStore, order_id: str) -> tuple[bool, OrderState]:
         return paid, write.state(order_id)
 
 
-def remove(store: OrderStore, order_id: str) -> None:
-    """Undo an order the stock service rejected as invalid: nothing of it is kept."""
+def remove(store: OrderStore, order_id: str) -> bool:
+    """Undo an order the stock service rejected as invalid: nothing of it is kept, unless it
+    moved on meanwhile (a cancel took it: the cancel's answer named it). Whether removed."""
     with store.writing() as write:
-        write.remove(order_id)
+        return write.remove_pending(order_id)

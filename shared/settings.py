@@ -11,6 +11,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+# One genOrder writes its flag at most this many times (the first, and once again after the
+# stock service said it does not know the flag: Redis lost it), and calls reduceStock as often.
+FLAG_WRITES = 2
+# What one request may spend on its database steps besides its calls (the order row, the
+# outcome): a margin, not a measured bound; PostgreSQL and MySQL connect within 5 s.
+DATABASE_MARGIN_SECONDS = 5.0
+
 LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "unique-key", "redlock", "none")
 LOCK_SCOPES = ("sku", "global")
 
@@ -70,15 +77,26 @@ class Settings:
 
     # The order service's side of the flow.
     flag_ttl: int = 1800  # seconds the operation flag lives in Redis (the article's 30 minutes)
+    # How long a flag's write is tried while Redis is down: a restart or a Sentinel failover
+    # (3.4 s measured in the chaos run, where a 3 s budget lost 13 orders to redis_unavailable).
+    flag_write_seconds: float = 6.0
     stock_call_timeout: float = 5.0
     stock_call_retries: int = 2  # retries after the first attempt, with the same flag
     stock_call_budget: float = 20.0  # total seconds all attempts may take
     retry_backoff: float = 0.2  # base of the jittered exponential backoff between attempts
     confirm_backoff: tuple[float, ...] = field(default=(3.0, 5.0, 10.0))  # the article's polls
     # The elected reconciler (`inventory reconciler`): a pass every this many seconds, over the
-    # PENDING/FAILED orders older than RECONCILE_OLDER_THAN seconds.
+    # PENDING and CANCELLING orders older than RECONCILE_OLDER_THAN seconds. Unset: one
+    # request's whole budget (request_budget(), from the settings above); a value below it is
+    # refused: a reconciler would void orders whose request is still at work, and lose their
+    # sales. RECONCILE_AGE_UNCHECKED_FOR_TESTS lets tests and demos take younger orders.
     reconcile_interval: float = 30.0
-    reconcile_older_than: float = 60.0
+    reconcile_older_than: float | None = None
+    reconcile_age_unchecked_for_tests: bool = False
+    # The reconciler fence's epoch: raise it (on every reconciler) after the lock service was
+    # rebuilt with the order database kept, as its new leaders' tokens start again from small
+    # numbers and the fence holds the old ones (order_service/transitions.py).
+    reconciler_epoch: int = 0
     idempotency_wait: float = 30.0  # how long a repeat waits for the first request to finish
 
     # Input limits: anything larger is refused with a 4xx before anything is written.
@@ -122,6 +140,30 @@ class Settings:
         settings.validate()
         return settings
 
+    def request_budget(self) -> float:
+        """The longest one genOrder request can run, in seconds, from these settings: its flag
+        writes, its reduceStock calls (each round within STOCK_CALL_BUDGET, plus the attempt
+        that began just before the budget ran out, which runs its whole timeout), the polls
+        of the stock flow (the backoff, and one read's timeout each), the void, and a margin
+        for the database steps. A reconciler that waits this long never races a request."""
+        one_call = self.stock_call_budget + self.stock_call_timeout
+        polls = (
+            sum(self.confirm_backoff) + (len(self.confirm_backoff) + 1) * self.stock_call_timeout
+        )
+        return (
+            FLAG_WRITES * self.flag_write_seconds
+            + FLAG_WRITES * one_call
+            + polls
+            + one_call  # the void
+            + DATABASE_MARGIN_SECONDS
+        )
+
+    def reconcile_age(self) -> float:
+        """How old an order must be before the reconciler settles it (seconds)."""
+        if self.reconcile_older_than is None:
+            return self.request_budget()
+        return self.reconcile_older_than
+
     def etcd_endpoint_list(self) -> list[str]:
         return [e.strip() for e in self.etcd_endpoints.split(",") if e.strip()]
 
@@ -153,8 +195,19 @@ class Settings:
             <= 0
         ):
             raise ValueError("lease TTLs and session timeouts must be positive (etcd: 1 s or more)")
-        if self.reconcile_interval <= 0 or self.reconcile_older_than < 0:
+        if self.reconcile_interval <= 0 or self.reconcile_age() < 0:
             raise ValueError("RECONCILE_INTERVAL must be positive, RECONCILE_OLDER_THAN 0 or more")
+        if self.reconcile_age() < self.request_budget() and not (
+            self.reconcile_age_unchecked_for_tests
+        ):
+            raise ValueError(
+                f"RECONCILE_OLDER_THAN={self.reconcile_age():g} is below one request's budget "
+                f"({self.request_budget():g} s from FLAG_WRITE_SECONDS, STOCK_CALL_BUDGET, "
+                "STOCK_CALL_TIMEOUT and CONFIRM_BACKOFF): the reconciler would void orders "
+                "whose request is still at work; leave it unset, or raise it"
+            )
+        if self.flag_write_seconds <= 0 or self.stock_call_budget <= 0:
+            raise ValueError("FLAG_WRITE_SECONDS and STOCK_CALL_BUDGET must be positive")
         if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
             raise ValueError("timeouts must be positive")
         if self.deduct_batch_max < 1:
@@ -173,6 +226,8 @@ class Settings:
 
 
 def _convert(raw: str, default: Any) -> Any:
+    if default is None:  # an optional number: unset means computed (reconcile_age)
+        return float(raw)
     if isinstance(default, bool):
         return _bool(raw)
     if isinstance(default, int):

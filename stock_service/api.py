@@ -10,6 +10,7 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
+from shared.contract import Decided
 from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.locks import lock_names
@@ -35,7 +36,7 @@ log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
 SERVICE_ROUTES = ("/reduceStock/", "/voidFlag/", "/returnStock/", "/stockFlow/")
-REFUSED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
+NOT_DEDUCTED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
 
 
 def deps() -> StockDeps:
@@ -82,8 +83,9 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 404: (UnknownGoods, "Goods ids that have no stock row: nothing written"),
                 409: (
                     Deduction,
-                    "Nothing deducted. insufficient: the shortfalls (not recorded: a retry "
-                    "decides again); voided: the flag was voided, nothing will ever be "
+                    "Nothing deducted. insufficient: refused for lack of stock, now (with the "
+                    "shortfalls) or before; the refusal is recorded, so no attempt of this "
+                    "flag will ever deduct; voided: the flag was voided, nothing will ever be "
                     "deducted for it; cancelled: it was deducted and its stock returned; "
                     "unknown_flag: the flag is neither live in Redis nor decided in the stock "
                     "database (Redis lost it, or it expired): write it again to retry",
@@ -114,7 +116,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         timing = {"Server-Timing": result.timings.header()}
         if result.outcome is Outcome.INSUFFICIENT:
             body["shortfalls"] = shortfalls_json(result)
-        if result.outcome in REFUSED:
+        if result.outcome in NOT_DEDUCTED:
             return jsonify(body), 409, timing
         if result.outcome is Outcome.DEDUCTED:
             # The committed rows, as GET /stockFlow/{flag} would return them: the order
@@ -136,8 +138,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             {
                 200: (
                     Voided,
-                    "The flag's decision: voided (now, or before) or deducted (before: "
-                    "nothing changed), with its flows",
+                    "The flag's decision: voided (now, or before), or what it was before "
+                    "(deducted or returned, with its flows; refused): nothing changed",
                 ),
                 503: DOWN,
             }
@@ -151,7 +153,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         deduction."""
         log_context(flag=flag, order_id=flag)
         outcome = deps().deduction.void(flag, "voided: outcome unknown to the order service")
-        flows = deps().store.flows(flag) if outcome != Outcome.VOIDED.value else []
+        deducted = outcome in (Decided.DEDUCTED, Decided.RETURNED)
+        flows = deps().store.flows(flag) if deducted else []
         return jsonify({"flag": flag, "outcome": outcome, "flows": [flow_json(f) for f in flows]})
 
     @bp.put("/returnStock/<flag>")

@@ -7,12 +7,16 @@ every request in arrival order against the levels the earlier ones left, exactly
 run one at a time in that order:
 
 - a deduction whose flag the stock database has decided is answered with that decision and
-  changes nothing: `duplicate` when it was deducted (by an earlier attempt, or an earlier
-  request of this batch), `voided` when it was voided, `cancelled` when it was deducted and its
-  stock returned (nothing will ever be deducted for it again);
+  changes nothing (shared/contract.py's AS_DEDUCTION): `duplicate` when it was deducted (by an
+  earlier attempt, or an earlier request of this batch), `insufficient` when it was refused,
+  `voided` when it was voided, `cancelled` when it was deducted and its stock returned;
 - a deduction whose every line fits is `deducted` and lowers the running levels;
 - a deduction with a line that does not fit is `insufficient`, with the shortfall of each such
-  line against the running level, and changes nothing (all or nothing per request);
+  line against the running level, and changes no level (all or nothing per request); its flag
+  is decided `refused`, recorded in the same commit as the batch's deductions: the buyer is
+  told no, so no attempt of that flag may ever deduct, whatever comes back to the shelf later
+  (an attempt that passed the Redis check before the refusal and reaches the lock afterwards
+  finds the decision);
 - a return (the stock of a cancelled order coming back) of a deducted flag is `returned` and
   raises the running levels by exactly the flag's flows (its lines); of a flag returned before,
   `returned` again and nothing changes (nothing is returned twice); of a flag with no deduction,
@@ -29,22 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-
-class Outcome(enum.StrEnum):
-    DEDUCTED = "deducted"  # deducted now
-    DUPLICATE = "duplicate"  # deducted before, by another attempt of the same flag
-    INSUFFICIENT = "insufficient"  # not deducted: a line does not fit (not recorded)
-    VOIDED = "voided"  # not deducted, and never will be: the flag was voided
-    RETURNED = "returned"  # a return: the flag's stock is back (now, or before)
-    CANCELLED = "cancelled"  # a deduction of a flag whose stock was returned: never again
-    # Answered at the pre-filter only: the flag is neither in Redis (a live operation) nor
-    # decided in the stock database. Nothing was done; the order service may write it again.
-    UNKNOWN_FLAG = "unknown_flag"
-
-
-# What the stock database records for a decided flag (flag_decision.outcome): deducted or
-# voided, and a deducted flag whose stock came back becomes returned.
-DECIDED = (Outcome.DEDUCTED, Outcome.VOIDED, Outcome.RETURNED)
+from shared.contract import AS_DEDUCTION, Decided, Outcome
 
 
 class Kind(enum.StrEnum):
@@ -86,8 +75,13 @@ class Plan:
     decisions: list[Decision]  # one per request, in the batch's order
     levels: dict[str, int]  # the level of every goods id after the deducted requests
     changed: set[str]  # goods ids whose level the plan lowers
-
     returned: set[int] = field(default_factory=set)  # the requests that return stock now
+    refused: set[int] = field(default_factory=set)  # the requests refused now (recorded)
+
+    @property
+    def writes(self) -> bool:
+        """Whether the plan has anything to commit: a level, a flow, a return, a refusal."""
+        return bool(self.changed or self.refused)
 
     def deducted(self, requests: Iterable[Request]) -> list[Request]:
         return [
@@ -99,29 +93,34 @@ class Plan:
     def returning(self, requests: Iterable[Request]) -> list[Request]:
         return [request for i, request in enumerate(requests) if i in self.returned]
 
+    def refusing(self, requests: Iterable[Request]) -> list[tuple[Request, Decision]]:
+        return [
+            (request, self.decisions[i]) for i, request in enumerate(requests) if i in self.refused
+        ]
+
 
 def plan(requests: list[Request], levels: Mapping[str, int], decided: Mapping[str, str]) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give);
-    `decided`: the flags the stock database has decided, with their outcome (deducted, voided
-    or returned)."""
+    `decided`: the flags the stock database has decided, with their decision."""
     running = dict(levels)
-    taken = {flag: Outcome(outcome) for flag, outcome in decided.items()}
+    taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
     changed: set[str] = set()
     returned: set[int] = set()
+    refused: set[int] = set()
     decisions = []
     for index, request in enumerate(requests):
         earlier = taken.get(request.flag)
         if request.kind is Kind.RETURN:
-            if earlier is Outcome.DEDUCTED:
+            if earlier is Decided.DEDUCTED:
                 for goods_id, num in request.lines.items():
                     running[goods_id] = running.get(goods_id, 0) + num
                     changed.add(goods_id)
-                taken[request.flag] = Outcome.RETURNED
+                taken[request.flag] = Decided.RETURNED
                 returned.add(index)
             decisions.append(
                 Decision(
                     Outcome.RETURNED
-                    if earlier in (Outcome.DEDUCTED, Outcome.RETURNED)
+                    if earlier in (Decided.DEDUCTED, Decided.RETURNED)
                     else Outcome.VOIDED
                 )
             )
@@ -135,19 +134,13 @@ def plan(requests: list[Request], levels: Mapping[str, int], decided: Mapping[st
             if running.get(goods_id, 0) < wanted
         ]
         if short:
+            taken[request.flag] = Decided.REFUSED
+            refused.add(index)
             decisions.append(Decision(Outcome.INSUFFICIENT, short))
             continue
         for goods_id, wanted in request.lines.items():
             running[goods_id] -= wanted
             changed.add(goods_id)
-        taken[request.flag] = Outcome.DEDUCTED
+        taken[request.flag] = Decided.DEDUCTED
         decisions.append(Decision(Outcome.DEDUCTED))
-    return Plan(decisions, running, changed, returned)
-
-
-# What a deduction of an already decided flag is answered.
-AS_DEDUCTION = {
-    Outcome.DEDUCTED: Outcome.DUPLICATE,
-    Outcome.VOIDED: Outcome.VOIDED,
-    Outcome.RETURNED: Outcome.CANCELLED,
-}
+    return Plan(decisions, running, changed, returned, refused)

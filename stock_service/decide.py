@@ -25,7 +25,12 @@ committing a registration of the token before reading:
 
 The decision rows (flag_decision, primary key flag) are the last word against a double
 deduction: a flag decided by another attempt, or voided, after this hold read (a write that
-did not take the lock), makes the insert fail, and the hold reads again and replans. A return
+did not take the lock), makes the insert fail, and the hold reads again and replans. A refusal
+is a decision too, in the same commit: a late attempt of a refused flag (one that passed the
+Redis check before the refusal, and reached the lock after it) reads it and is refused, even
+if stock came back meanwhile; one that read before the refusal committed fails on the key.
+A refusal changes no level, so it needs no fence: a stale holder's refusal is a refusal that
+was true when it read. A return
 moves its flag's decision from deducted to returned by a compare-and-set, and its rows are
 unique per (flag, goods id): nothing is returned twice.
 """
@@ -38,6 +43,7 @@ from dataclasses import replace
 
 from sqlalchemy.exc import IntegrityError
 
+from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
 from shared.ids import new_id
 from shared.locks import Lease, LockLost
@@ -72,7 +78,7 @@ def decide_batch(
         the_plan = plan(list(requests), levels, read.decided)
         faults.fire("stop_after_read")
         _stamp_versions(the_plan.decisions, read)
-        if not the_plan.changed:
+        if not the_plan.writes:
             return the_plan.decisions
         try:
             with store.writing() as write:
@@ -80,7 +86,13 @@ def decide_batch(
                 deducted = the_plan.deducted(requests)
                 flows = _flows(deducted, read, tokens if fenced else {})
                 write.add_flows(flows)
-                write.add_decisions([r.flag for r in deducted], Outcome.DEDUCTED.value)
+                write.add_decisions([r.flag for r in deducted], Decided.DEDUCTED)
+                refused = the_plan.refusing(requests)
+                write.add_decisions(
+                    [r.flag for r, _ in refused],
+                    Decided.REFUSED,
+                    [_refusal(d) for _, d in refused],
+                )
                 returning = the_plan.returning(requests)
                 write.add_returns(_flows(returning, read, tokens if fenced else {}))
                 if not write.mark_returned([r.flag for r in returning]):
@@ -164,6 +176,12 @@ def _attach_flows(
     for request, decision in zip(requests, decisions, strict=True):
         if decision.outcome is Outcome.DEDUCTED:
             decision.flows = by_flag.get(request.flag, [])
+
+
+def _refusal(decision: Decision) -> str:
+    """Why a flag was refused, for its decision row: each short line, wanted and had."""
+    short = ", ".join(f"{s.goods_id} {s.requested}>{s.available}" for s in decision.shortfalls)
+    return f"insufficient: {short}"
 
 
 def _stamp_versions(decisions: list[Decision], read: BatchRead) -> None:

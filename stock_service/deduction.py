@@ -8,9 +8,10 @@ steps, one function each:
 The Redis flag is a fast filter, the stock database the authority. A flag in Redis is a live
 operation: it goes to the lock, where the decision table (flag_decision) says whether another
 attempt decided it already. A flag missing from Redis is answered from the database: deducted
-before (`duplicate`), voided (`voided`), or unknown to both (`unknown_flag`: Redis lost it,
-or it expired; nothing is done, and the order service, which owns the order, may write the
-flag again and retry). So a lost flag never turns a retry into a false `duplicate`.
+before (`duplicate`), refused (`insufficient`), voided (`voided`), returned (`cancelled`), or
+unknown to both (`unknown_flag`: Redis lost it, or it expired; nothing is done, and the order
+service, which owns the order, may write the flag again and retry). So a lost flag never turns
+a retry into a false `duplicate`.
 
 The requests of this process that wait for the same lock are combined (shared/combining.py):
 one of them takes the lock once for all of them (stock_service/holds.py), stock_service/
@@ -18,8 +19,8 @@ decide.py decides each in arrival order under it, one transaction writes every d
 return, and each request gets its own answer, as soon as its part of the batch is committed.
 DEDUCT_BATCH_MAX=1 serves them one lock hold each, as the article does.
 
-A flag is deleted from Redis only once its operation is decided (deducted, duplicate, voided or
-insufficient), not when an attempt begins. So an attempt that fails before anything is
+A flag is deleted from Redis only once its operation is decided (deducted, refused, voided),
+not when an attempt begins. So an attempt that fails before anything is
 committed (lock timeout, lock lost, a dependency down) or whose worker dies in the middle
 (SIGKILL, a crash) leaves the flag in place, and the caller's retry with the same flag is
 served: no sale is lost. The article deleted the flag first ("whoever deletes it owns the
@@ -35,11 +36,12 @@ from typing import Any
 import redis
 
 from shared.combining import BatchHandle, Combiner
+from shared.contract import AS_DEDUCTION, Decided
 from shared.faults import NO_FAULTS, Faults
 from shared.locks import LockBackend
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
-from stock_service.batch import AS_DEDUCTION, Kind, Outcome, Request, Shortfall
+from stock_service.batch import Kind, Outcome, Request, Shortfall
 from stock_service.holds import Answer, BatchRunner, Hold
 from stock_service.store import StockStore
 
@@ -51,7 +53,6 @@ log = logging.getLogger(__name__)
 # goods they buy, and claims the names they need together (see run_batch).
 LANE = "deductions"
 # A deduction of a flag missing from Redis, answered from the stock database's decision.
-FROM_DATABASE = {decided.value: answer for decided, answer in AS_DEDUCTION.items()}
 
 
 @dataclass
@@ -101,7 +102,7 @@ class StockDeduction:
         if not live:
             decided = self.store.decision(flag)
             watch.lap("decision")
-            outcome = FROM_DATABASE.get(decided or "", Outcome.UNKNOWN_FLAG)
+            outcome = AS_DEDUCTION[Decided(decided)] if decided else Outcome.UNKNOWN_FLAG
             log.info("flag %s not in redis; the stock database says %s", flag, decided)
             return DeductionResult(outcome, timings=watch)
         self.faults.fire("delay_before_deduct")
@@ -141,19 +142,19 @@ class StockDeduction:
         decided = self.store.decision(flag) or self.store.void(
             flag, "voided: cancelled before it was deducted"
         )
-        if decided == Outcome.DEDUCTED.value:
+        if decided == Decided.DEDUCTED:
             lines = {row["goods_id"]: int(row["num"]) for row in self.store.flows(flag)}
             decision, _hold = self._decide(Request(flag, lines, Kind.RETURN))
             outcome = decision.outcome
-        else:
-            outcome = Outcome.RETURNED if decided == Outcome.RETURNED.value else Outcome.VOIDED
+        else:  # returned before; or refused or voided: nothing was deducted
+            outcome = Outcome.RETURNED if decided == Decided.RETURNED else Outcome.VOIDED
         log.info("cancel %s: %s", flag, outcome.value)
         self.forget_flags([flag])
         return outcome
 
     def void(self, flag: str, reason: str) -> str:
-        """Decide the flag as voided unless it was decided; its decision after (voided or
-        deducted). A deduction of it that arrives later is refused (`voided`)."""
+        """Decide the flag as voided unless it was decided; its decision after (voided, or
+        what it was). A deduction of it that arrives later is refused (`voided`)."""
         decided = self.store.void(flag, reason)
         log.info("void %s: %s", flag, decided)
         self.forget_flags([flag])

@@ -11,8 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
+from shared.contract import Decided, Outcome
 from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict
-from stock_service.batch import Outcome
 
 
 @dataclass(frozen=True)
@@ -81,8 +81,8 @@ class Flow(BaseModel):
 class Deduction(Answer):
     flag: str
     outcome: Outcome = Field(
-        description="deducted; duplicate (deducted before); insufficient; voided; cancelled "
-        "(deducted, then returned); unknown_flag"
+        description="deducted; duplicate (deducted before); insufficient (refused for lack of "
+        "stock, now or before: final); voided; cancelled (deducted, then returned); unknown_flag"
     )
     lock: LockHold | None = None
     shortfalls: list[Shortfall] | None = None
@@ -97,7 +97,10 @@ class Flows(RootModel[list[Flow]]):
 
 class Voided(Answer):
     flag: str
-    outcome: Literal["voided", "deducted", "returned"]
+    outcome: Decided = Field(
+        description="voided (now or before), or the decision found: deducted, returned "
+        "(deducted, then its stock came back), refused (for lack of stock)"
+    )
     flows: list[Flow] = Field(description="the flows, when it was deducted (or returned)")
 
 

@@ -18,6 +18,7 @@ from sqlalchemy import Engine, bindparam, insert, select, update
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
+from shared.contract import Decided
 from shared.db import transaction
 from shared.db import utcnow as now
 from shared.locks import Lease
@@ -57,8 +58,8 @@ INSERT_RETURNS = insert(stock_return)
 # A deducted flag becomes returned: a compare-and-set, so a flag is returned once.
 MARK_RETURNED = (
     update(flag_decision)
-    .where(flag_decision.c.flag == bindparam("f"), flag_decision.c.outcome == "deducted")
-    .values(outcome="returned")
+    .where(flag_decision.c.flag == bindparam("f"), flag_decision.c.outcome == Decided.DEDUCTED)
+    .values(outcome=Decided.RETURNED)
 )
 READ_RETURNS = (
     select(stock_return)
@@ -72,7 +73,7 @@ class BatchRead:
     """What a hold reads before it decides: the levels, and the flags already decided."""
 
     rows: dict[str, Any]  # goods id -> row (num, seed_version, fence)
-    decided: dict[str, str]  # flag -> deducted | voided
+    decided: dict[str, str]  # flag -> its decision (shared.contract.Decided)
 
 
 class StockWrite:
@@ -111,15 +112,21 @@ class StockWrite:
         (returned by another writer since the read)."""
         return all(self.conn.execute(MARK_RETURNED, {"f": f}).rowcount == 1 for f in flags)
 
-    def add_decisions(self, flags: list[str], outcome: str, reason: str | None = None) -> None:
-        if flags:
-            self.conn.execute(
-                INSERT_DECISIONS,
-                [
-                    {"flag": f, "outcome": outcome, "reason": reason, "created_at": self.stamp}
-                    for f in flags
-                ],
-            )
+    def add_decisions(
+        self, flags: list[str], outcome: str, reasons: str | list[str] | None = None
+    ) -> None:
+        """One decision row per flag (a decided flag: IntegrityError); `reasons`, one for all
+        or one per flag."""
+        if not flags:
+            return
+        why = reasons if isinstance(reasons, list) else [reasons] * len(flags)
+        self.conn.execute(
+            INSERT_DECISIONS,
+            [
+                {"flag": f, "outcome": outcome, "reason": r and r[:200], "created_at": self.stamp}
+                for f, r in zip(flags, why, strict=True)
+            ],
+        )
 
 
 class StockStore:
@@ -166,7 +173,7 @@ class StockStore:
             return [dict(row) for row in conn.execute(READ_RETURNS, {"flag": flag}).mappings()]
 
     def decision(self, flag: str) -> str | None:
-        """What the stock database decided for this flag (deducted, voided), or None."""
+        """What the stock database decided for this flag (shared.contract.Decided), or None."""
         with transaction(self.engine, DB, read_only=True) as conn:
             found = conn.execute(READ_DECIDED, {"flags": [flag]}).first()
         return str(found.outcome) if found else None
@@ -191,12 +198,12 @@ class StockStore:
 
     def void(self, flag: str, reason: str) -> str:
         """Decide `flag` as voided unless it is decided already; the flag's decision after
-        (voided, deducted or returned).
+        (voided, or what it was: deducted, refused, returned).
         Needs no lock: the decision's primary key orders this insert against a deduction's
         (whichever commits first decides, the other finds its row)."""
         try:
             with self.writing() as write:
-                write.add_decisions([flag], "voided", reason[:200])
+                write.add_decisions([flag], Decided.VOIDED, reason)
             return "voided"
         except IntegrityError:
             decided = self.decision(flag)

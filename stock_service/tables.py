@@ -1,5 +1,5 @@
 """The stock database: levels, the stock flow (one row per deducted line) and the decision of
-every flag that was decided (deducted or voided)."""
+every flag that was decided (deducted, refused, voided, returned)."""
 
 from __future__ import annotations
 
@@ -46,22 +46,24 @@ stock_flow = Table(
     Index("ix_stock_flow_goods_id", "goods_id"),
 )
 
-# One row per decided flag: the stock database's word on what became of an operation.
+# One row per decided flag: the stock database's word on what became of an operation
+# (shared/contract.py's Decided).
 # - deducted: its flow rows were written in the same transaction;
+# - refused: not enough stock when it was decided; nothing was deducted, and no attempt of it
+#   will ever deduct (the buyer was told no: stock that comes back must not sell to them);
 # - voided: nothing was deducted and nothing ever will be (the order service or the reconciler
 #   settled an order whose outcome was unknown; a cancel that found no deduction: Seata's
 #   "empty rollback", whose record refuses a deduction that arrives later, its "suspension");
 # - returned: it was deducted, and its stock came back (its return rows were written in the
 #   same transaction); nothing will be deducted for it again.
 # The primary key makes one flag one operation whatever its body: a second deduction of a flag,
-# even with other lines, fails here. A flag with no row is undecided: a refusal for lack of
-# stock is not recorded, since it changed nothing and a retry may decide again.
+# even with other lines, fails here. A flag with no row is undecided.
 flag_decision = Table(
     "flag_decision",
     metadata,
     Column("flag", String(64), primary_key=True),
     Column("outcome", String(16), nullable=False),
-    Column("reason", String(200), nullable=True),  # why voided
+    Column("reason", String(200), nullable=True),  # why voided or refused
     Column("created_at", DateTime, nullable=False),
 )
 

@@ -41,7 +41,7 @@ from inventory.scenarios.rig import (
 from shared.db import utcnow
 from stock_service.tables import flag_decision, stock_flow, stock_return
 
-ENV = {"RECONCILE_INTERVAL": "0.3", "RECONCILE_OLDER_THAN": "10"}
+ENV = {"RECONCILE_INTERVAL": "0.3"}  # holds expire by their deadline, checked every 0.3 s
 
 
 def stock_rows(state: stack_state.StackState, flag: str) -> dict[str, Any]:

@@ -37,14 +37,14 @@ from inventory.scenarios.rig import (
 )
 from order_service.tables import orders
 
-# A pass settles PENDING orders older than 5 s, so it never races a request still at work (as
-# the setting's rule says: older than a request's whole budget). With 0, a pass takes an order
-# whose request is still running and voids its flag: measured with a genOrder slowed 1 s before
-# its deduction, 5 of 5 orders ended FAILED "reconciled: voided" (with 5 s, 5 of 5 CONFIRMED).
-# Under CI's load that window opened on the demo's own order, which then could never settle
-# CONFIRMED. The leftover below is backdated instead, so it is taken at once.
-ENV = {"RECONCILE_INTERVAL": "0.3", "RECONCILE_OLDER_THAN": "5"}
-LEFTOVER_AGE = timedelta(minutes=1)
+# Passes every 0.3 s; each takes the PENDING orders older than one request's budget (the
+# settings compute it and refuse less: RECONCILE_OLDER_THAN). With 0, a pass took an order whose
+# request was still at work and voided its flag: measured with a genOrder slowed 1 s before its
+# deduction, 5 of 5 orders ended FAILED "reconciled: voided" (older than 5 s: 5 of 5
+# CONFIRMED); under CI's load that window opened on the demo's own order. The leftover below is
+# backdated past that budget instead, so it is taken at once.
+ENV = {"RECONCILE_INTERVAL": "0.3"}
+LEFTOVER_AGE = timedelta(minutes=5)
 LINE = re.compile(
     r"reconciler: (\S+) (elected|pass|not the leader|refused|resigned)\b.*?at=([\d.]+)"
 )

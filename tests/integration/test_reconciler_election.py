@@ -20,7 +20,7 @@ from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
 from order_service import transitions
 from order_service.reconciler_service import serve
 from order_service.store import FENCE_READ, OrderStore
-from order_service.transitions import Superseded
+from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
 from shared.settings import Settings
 from tests.conftest import unique
@@ -28,7 +28,7 @@ from tests.conftest import unique
 
 def fence_now(engine: sa.Engine) -> int:
     with engine.connect() as conn:
-        return int(conn.execute(FENCE_READ).scalar_one())
+        return int(conn.execute(FENCE_READ).one().token)
 
 
 def pending_order(store: OrderStore) -> str:
@@ -42,12 +42,16 @@ def test_a_deposed_leaders_write_is_refused_by_the_fence(database_url: str) -> N
     store = OrderStore(make_engine(database_url))
     base = fence_now(store.engine)
     first, second = pending_order(store), pending_order(store)
-    assert transitions.settle(store, first, "PENDING", "CONFIRMED", "reconciled", fence=base + 10)
+    assert transitions.settle(store, first, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 10))
     with pytest.raises(Superseded, match=f"token {base + 10}"):
-        transitions.settle(store, second, "PENDING", "CONFIRMED", "reconciled", fence=base + 5)
+        transitions.settle(
+            store, second, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 5)
+        )
     assert store.get(second).status == "PENDING"  # type: ignore[union-attr]
     # the same leader again, and a newer one, still write
-    assert transitions.settle(store, second, "PENDING", "CONFIRMED", "reconciled", fence=base + 10)
+    assert transitions.settle(
+        store, second, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 10)
+    )
     assert fence_now(store.engine) == base + 10
     store.engine.dispose()
 

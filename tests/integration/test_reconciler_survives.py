@@ -61,6 +61,7 @@ class World:
             stock_service_url=f"http://127.0.0.1:{port}",
             reconcile_interval=0.2,
             reconcile_older_than=0,
+            reconcile_age_unchecked_for_tests=True,
             zk_session_timeout=6.0,
             etcd_lease_ttl=6.0,
             log_level="INFO",

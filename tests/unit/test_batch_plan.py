@@ -62,10 +62,31 @@ def test_one_flag_is_one_operation_whatever_its_lines() -> None:
     assert result.levels == {"g": 4, "h": 5}
 
 
-def test_a_refused_flag_may_be_tried_again_later_in_the_batch() -> None:
-    # Refused for lack of stock, the flag has no flows: a later request with it is served.
-    result = plan([Request("f", {"g": 2}), Request("f", {"g": 1})], {"g": 1}, {})
-    assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
+def test_a_refused_flag_stays_refused_even_when_stock_comes_back_in_the_batch() -> None:
+    # Refused for lack of stock, the flag is decided: a later attempt of it is refused too,
+    # even after a return made room (issue 28: the buyer was told no).
+    result = plan(
+        [
+            Request("f", {"g": 2}),
+            Request("sold", {"g": 3}, Kind.RETURN),
+            Request("f", {"g": 2}),
+        ],
+        {"g": 1},
+        {"sold": "deducted"},
+    )
+    assert [d.outcome for d in result.decisions] == [
+        Outcome.INSUFFICIENT,
+        Outcome.RETURNED,
+        Outcome.INSUFFICIENT,
+    ]
+    assert result.refused == {0} and result.levels == {"g": 4}
+    assert result.decisions[2].shortfalls == []  # decided before: no new shortfall
+
+
+def test_a_flag_refused_before_is_answered_insufficient_and_changes_nothing() -> None:
+    result = plan([Request("no", {"g": 1})], {"g": 9}, {"no": "refused"})
+    assert result.decisions[0].outcome is Outcome.INSUFFICIENT
+    assert not result.writes
 
 
 def test_unknown_goods_have_nothing_to_give() -> None:
@@ -84,7 +105,7 @@ def test_a_batch_answers_exactly_as_the_requests_one_at_a_time_would() -> None:
             Request(flag, {g: rng.randint(1, 4) for g in rng.sample(goods, rng.randint(1, 3))})
             for flag in flags
         ]
-        seen = {f"f{rng.randint(0, 8)}": rng.choice(("deducted", "voided"))}
+        seen = {f"f{rng.randint(0, 8)}": rng.choice(("deducted", "voided", "refused"))}
         seen = seen if rng.random() < 0.3 else {}
         batch = plan(requests, levels, seen)
         # The same requests one at a time, each a batch of its own on what the last one left.
@@ -95,6 +116,8 @@ def test_a_batch_answers_exactly_as_the_requests_one_at_a_time_would() -> None:
             running = alone.levels
             if decision.outcome is Outcome.DEDUCTED:
                 done[request.flag] = "deducted"
+            elif alone.refused:
+                done[request.flag] = "refused"
         assert batch.levels == running
 
 

@@ -41,7 +41,8 @@ class Serial:
     """One request at a time, from batch.py's docstring, with no batching anywhere."""
 
     levels: dict[str, int]
-    decided: dict[str, str] = field(default_factory=dict)  # flag -> deducted|voided|returned
+    # flag -> deducted | refused | voided | returned
+    decided: dict[str, str] = field(default_factory=dict)
 
     def apply(self, request: Request) -> Answer:
         earlier = self.decided.get(request.flag)
@@ -58,12 +59,15 @@ class Serial:
             return Outcome.VOIDED, []
         if earlier == "returned":
             return Outcome.CANCELLED, []
+        if earlier == "refused":  # told no once: no for good, whatever came back meanwhile
+            return Outcome.INSUFFICIENT, []
         short = [
             (goods, wanted, self.levels.get(goods, 0))
             for goods, wanted in sorted(request.lines.items())
             if self.levels.get(goods, 0) < wanted
         ]
         if short:
+            self.decided[request.flag] = "refused"
             return Outcome.INSUFFICIENT, short  # all or nothing: no line is taken
         for goods, wanted in request.lines.items():
             self.levels[goods] -= wanted
@@ -87,7 +91,9 @@ def planned(
 lines = st.dictionaries(st.sampled_from(GOODS), st.integers(1, 6), min_size=1, max_size=3)
 levels = st.fixed_dictionaries({g: st.integers(0, 8) for g in GOODS})
 decided = st.dictionaries(
-    st.sampled_from(FLAGS), st.sampled_from(["deducted", "voided", "returned"]), max_size=3
+    st.sampled_from(FLAGS),
+    st.sampled_from(["deducted", "refused", "voided", "returned"]),
+    max_size=3,
 )
 requests = st.lists(
     st.builds(
@@ -154,6 +160,8 @@ def test_a_batch_equals_its_requests_planned_one_by_one(
             known[request.flag] = "deducted"
         elif one.returned:
             known[request.flag] = "returned"
+        elif one.refused:
+            known[request.flag] = "refused"
     assert answers == singles
     assert whole.levels == running
 
@@ -168,6 +176,7 @@ class BatchesOverTime(RuleBasedStateMachine):
         self.levels = {g: 5 for g in GOODS}
         self.decided: dict[str, str] = {}
         self.flows: dict[str, dict[str, int]] = {}  # what a return gives back: the flows
+        self.restocked = {g: 0 for g in GOODS}
         self.serial = Serial(dict(self.levels))
 
     @rule(batch=st.lists(st.tuples(st.sampled_from(FLAGS), lines, st.booleans()), max_size=5))
@@ -186,11 +195,22 @@ class BatchesOverTime(RuleBasedStateMachine):
         assert answers == [self.serial.apply(r) for r in requests]
         for request, decision in zip(requests, the_plan.decisions, strict=True):
             if decision.outcome is Outcome.DEDUCTED:
+                assert self.decided.get(request.flag) is None, "a decided flag deducted again"
                 self.decided[request.flag] = "deducted"
                 self.flows[request.flag] = dict(request.lines)
         for request in the_plan.returning(requests):
             self.decided[request.flag] = "returned"
+        for request, _decision in the_plan.refusing(requests):
+            self.decided[request.flag] = "refused"
         self.levels = the_plan.levels
+
+    @rule(goods=st.sampled_from(GOODS), units=st.integers(1, 4))
+    def restock(self, goods: str, units: int) -> None:
+        """Stock that comes back by other means than a return (an admin restock): a refused
+        flag must stay refused (issue 28: a buyer told no is never sold to)."""
+        self.levels[goods] += units
+        self.serial.levels[goods] += units
+        self.restocked[goods] += units
 
     @invariant()
     def levels_agree_and_stock_is_conserved(self) -> None:
@@ -201,7 +221,8 @@ class BatchesOverTime(RuleBasedStateMachine):
             if outcome == "deducted":
                 for goods, num in self.flows[flag].items():
                     held[goods] += num
-        assert {g: 5 - self.levels[g] for g in GOODS} == held
+        assert {g: 5 + self.restocked[g] - self.levels[g] for g in GOODS} == held
+        assert self.serial.decided == self.decided  # refusals recorded, as the reference does
 
 
 BatchesOverTime.TestCase.settings = settings(

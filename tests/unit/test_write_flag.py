@@ -8,7 +8,10 @@ from typing import Any
 
 import redis
 
-from order_service.flow import FLAG_WRITE_SECONDS, OrderFlow
+from order_service.flow import OrderFlow
+from shared.settings import Settings
+
+FLAG_WRITE_SECONDS = Settings().flag_write_seconds
 
 
 class FlakyRedis:

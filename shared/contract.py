@@ -1,0 +1,52 @@
+"""What crosses between the order service and the stock service, named once: how a deduction
+ends, what the stock database decided for a flag, and how one maps to the other. Both services
+and the reconciler read these names; nothing else spells them.
+
+    PUT /reduceStock/{flag}   answers an Outcome (`outcome` of the body)
+    PUT /voidFlag/{flag}      answers the flag's Decided (voided now, or what it was before)
+    PUT /returnStock/{flag}   answers Outcome.RETURNED or Outcome.VOIDED
+
+A flag is decided once, by the first of these to commit (the decision's primary key orders
+them): deducted (its flows written), refused (not enough stock: nothing deducted, and nothing
+ever will be), voided (settled without a deduction: nothing ever will be), and a deducted flag
+whose stock came back becomes returned. A line is `{"goodsId", "goodsNum"}` on reduceStock (the
+article's name) and `{"goodsId", "num"}` everywhere else; inside both services a request's
+lines are a dict of goods id to units.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Outcome(enum.StrEnum):
+    DEDUCTED = "deducted"  # deducted now
+    DUPLICATE = "duplicate"  # deducted before, by another attempt of the same flag
+    INSUFFICIENT = "insufficient"  # refused for lack of stock (now, or before): never deducted
+    VOIDED = "voided"  # the flag was voided: nothing will ever be deducted for it
+    CANCELLED = "cancelled"  # deducted, then its stock returned: never deducted again
+    RETURNED = "returned"  # a return (PUT /returnStock): the flag's stock is back
+    # Answered at the pre-filter only: the flag is neither live in Redis nor decided in the
+    # stock database (Redis lost it). Nothing was done; the order service may write it again.
+    UNKNOWN_FLAG = "unknown_flag"
+
+
+class Decided(enum.StrEnum):
+    """flag_decision.outcome: the stock database's word on a flag, final but for returned."""
+
+    DEDUCTED = "deducted"
+    REFUSED = "refused"
+    VOIDED = "voided"
+    RETURNED = "returned"
+
+
+# What a deduction of an already decided flag is answered: one flag is one operation.
+AS_DEDUCTION: dict[Decided, Outcome] = {
+    Decided.DEDUCTED: Outcome.DUPLICATE,
+    Decided.REFUSED: Outcome.INSUFFICIENT,
+    Decided.VOIDED: Outcome.VOIDED,
+    Decided.RETURNED: Outcome.CANCELLED,
+}
+
+# Decisions that say nothing was deducted, and nothing ever will be.
+NOTHING_DEDUCTED = frozenset({Decided.REFUSED, Decided.VOIDED})
