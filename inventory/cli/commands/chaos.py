@@ -1,9 +1,11 @@
 """`inventory chaos`: load on the cluster while the nemesis injects faults, then the checks
-(inventory/chaos/ runs and judges)."""
+(inventory/chaos/ runs and judges); `--list-faults` names the faults without a cluster."""
 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 
 from rich.console import Console
@@ -22,8 +24,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--faults",
         metavar="A,B,C",
-        help="faults to inject, in order (default: all; "
-        "--quick: a few); see the README for the names",
+        help="faults to inject, in order (default: all; --quick: a few); "
+        "`inventory chaos --list-faults` names them",
+    )
+    p.add_argument(
+        "--list-faults",
+        action="store_true",
+        help="print each fault's name and what it does, and which --quick injects; then exit",
     )
     p.add_argument("--quick", action="store_true", help="a few faults, a few minutes (for CI)")
     p.add_argument(
@@ -44,6 +51,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.list_faults:
+        return list_faults()
     from inventory.chaos import checker, nemesis, report
     from inventory.chaos.run import ChaosConfig, ChaosError, run_chaos
 
@@ -80,3 +89,22 @@ def run(args: argparse.Namespace) -> int:
     )
     return checker.EXIT_CODES[verdict]
 
+
+def list_faults() -> int:
+    """The nemesis's faults, one a line (for grep and a pager: not wrapped), in the order a
+    full run injects them (nemesis.FAULTS), each held that long before its heal; `*` marks
+    those of --quick (nemesis.QUICK)."""
+    from inventory.chaos import nemesis
+
+    width = max(len(name) for name in nemesis.FAULTS)
+    lines = [f"  {'fault':{width}}  held  what it does"]
+    for name, fault in nemesis.FAULTS.items():
+        quick = "*" if name in nemesis.QUICK else " "
+        lines.append(f"{quick} {name:{width}}  {fault.hold:>2g} s  {fault.what}")
+    lines.append(f"* --quick injects these, in this order: {','.join(nemesis.QUICK)}")
+    try:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head` had read enough; nothing more is written at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
