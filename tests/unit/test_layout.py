@@ -1,4 +1,4 @@
-"""The README's Layout, held against the code: the import directions it states, no import
+"""docs/layout.md, held against the code: the import directions it states, no import
 circles between modules, and no module over 300 lines. Read from the source with `ast` (nothing
 is imported), so a wall that moves back fails here rather than in a reader's second hour."""
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("shared", "order_service", "stock_service", "migrations", "inventory")
-# What each top-level package may import of the others (README, "Import directions").
+# What each top-level package may import of the others (docs/layout.md, "Import directions").
 MAY_IMPORT = {
     "shared": {"migrations"},  # startup.py migrates at start-up when asked
     "migrations": set(),
