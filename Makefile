@@ -48,10 +48,13 @@ model: $(STAMP)
 	@scripts/ensure-servers.sh --model
 	$(BIN)/python -m inventory.model_check
 
+# The docs site too (mkdocs.yml): --strict fails on a broken link or anchor, or a page left out of
+# the nav (not with --quiet, which hides the warnings that --strict counts); into ./site.
 lint: $(STAMP)
 	$(BIN)/ruff format --check .
 	$(BIN)/ruff check .
 	$(BIN)/mypy
+	$(BIN)/mkdocs build --strict
 
 up: $(STAMP) servers
 	$(BIN)/inventory up
