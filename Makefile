@@ -30,10 +30,8 @@ servers:
 	@scripts/ensure-servers.sh
 
 # `make demo` tells the story of one order; `make demo SCENARIO=stale-holder` runs a fault
-# scenario (double-submit, slow-stock, lost-response, redis-flag-lost, stale-holder,
-# crash-mid-deduction, zk-leader-loss, unique-key-lock, redlock, redis-failover, standby,
-# cancel,
-# herd).
+# scenario, `make demo SCENARIO=herd` counts the herd effect (`inventory demo --help` lists the
+# scenarios, from inventory/scenarios/__init__.py; docs/scenarios.md tells each).
 SCENARIO ?=
 demo: $(STAMP) servers
 	$(BIN)/inventory demo $(SCENARIO)
