@@ -1,6 +1,6 @@
-"""The `inventory` command line: parser.py declares it, stack_commands.py and run_commands.py
-carry it out. A user mistake is one line and exit 2; SIGTERM stops what the command started,
-as Ctrl-C does."""
+"""The `inventory` command line: one module per command in commands/ (each adds its arguments
+and runs), parser.py puts them under one program, options.py holds the argument types. A user
+mistake is one line and exit 2; SIGTERM stops what the command started, as Ctrl-C does."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from types import FrameType
 from rich.console import Console
 
 from inventory.cli.errors import UsageError
-from inventory.cli.parser import SCENARIO_NAMES, build_parser
+from inventory.cli.parser import build_parser
 from inventory.local.databases import DatabaseProblem
 
-__all__ = ["SCENARIO_NAMES", "UsageError", "build_parser", "main"]
+__all__ = ["UsageError", "build_parser", "main"]
 
 err = Console(stderr=True)
 

@@ -4,11 +4,16 @@ before anything starts."""
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from typing import NoReturn
 
 from rich.console import Console
+
+from inventory.cli.errors import UsageError
+from shared.schemas import IDENTIFIER_PATTERN
+from shared.settings import Settings
 
 err = Console(stderr=True)
 
@@ -84,3 +89,19 @@ def positive_float(text: str) -> float:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be above 0, not {value}")
     return value
+
+
+def goods_level(pair: str) -> tuple[str, int]:
+    """GOODS=NUM (`seed`, `check --initial`), read after parsing: every pair is checked before
+    any level is set, and a mistake names the pair and what a level may be."""
+    goods, _, num_text = pair.partition("=")
+    if not re.fullmatch(IDENTIFIER_PATTERN, goods) or not re.fullmatch(r"-?\d+", num_text):
+        raise UsageError(
+            f"not GOODS=NUM: {pair!r} (a goods id of letters, digits and _.:- then =, "
+            "then a level, e.g. g1=100)"
+        )
+    num, highest = int(num_text), Settings().max_stock_level  # what PUT /stock accepts
+    if not 0 <= num <= highest:
+        why = "a level cannot be negative" if num < 0 else f"at most {highest:,}"
+        raise UsageError(f"{pair}: the level must be between 0 and {highest} ({why})")
+    return goods, num

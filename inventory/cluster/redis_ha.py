@@ -6,7 +6,7 @@ The services find the primary through the sentinels (shared/redis_client.py, red
 without a primary. Replication is asynchronous, so a flag written just before the primary's
 death may be missing on the promoted replica: its deduction then finds the flag unknown to
 Redis and to the stock database and answers `unknown_flag` (never `duplicate`), and the order
-service writes the flag again and retries (the README's "The flow": a flag Redis lost).
+service writes the flag again and retries (docs/flow.md: a flag Redis lost).
 
 ACL users (Redis 7; `default` is off, so a client without a password is refused everything):
 - order: SET and DEL, on keys shaped like order ids (they start with 13 digits of Unix

@@ -12,7 +12,7 @@ database host's place, cannot present it. pg_hba's `hostssl` lines refuse a logi
 Redis (redis_ha.py): the servers and the sentinels listen with TLS only (`port 0`,
 `tls-port`), replicate and talk to each other over TLS, and every client (the services through
 Sentinel, `rediss+sentinel://`, the operator's checks) verifies the certificate against the
-CA. ZooKeeper stays without TLS: the README says what it would take.
+CA. ZooKeeper stays without TLS: docs/cluster.md says what it would take.
 """
 
 from __future__ import annotations

@@ -5,6 +5,12 @@ With nothing configured it is self-contained, everything under one git-ignored f
 loopback ports, SQLite databases, and both services under gunicorn with several workers.
 ZK_HOSTS, REDIS_URL, ORDER_DATABASE_URL and STOCK_DATABASE_URL point it at real servers instead.
 `down` stops exactly the processes `up` recorded in stack.json (stack_state.py).
+
+`up` is its steps, in order, each a function named for what it does: refuse what the services
+would refuse, or a stack running with other settings; start the lock and flag servers unless
+given (lock_servers.py); record the state; migrate; start the services, then the reconcilers;
+wait until the services are healthy; start monitoring when asked. Whatever a step started is
+stopped if a later one fails.
 """
 
 from __future__ import annotations
@@ -24,8 +30,13 @@ import migrations
 from inventory.local import servers
 from inventory.local.databases import DatabaseProblem, usable_url
 from inventory.local.dependencies import check_dependencies
-from inventory.local.etcd_server import start_etcd
 from inventory.local.gunicorn import start_service
+from inventory.local.lock_servers import (
+    etcd_if_the_lock_needs_it,
+    redis_unless_given,
+    redlock_servers_if_the_lock_needs_them,
+    zookeeper_unless_given,
+)
 from inventory.local.monitoring import INSTALL_HINT, scrape_config, start_prometheus, static_targets
 from inventory.local.servers import (
     free_port,
@@ -43,8 +54,6 @@ from inventory.local.stack_state import (
     save_state,
 )
 from shared.settings import Settings
-
-REDLOCK_SERVERS = 3  # started by `up` for LOCK_BACKEND=redlock when REDLOCK_URLS is not set
 
 
 class SettingsError(ValueError):
@@ -72,116 +81,33 @@ def up(
     if monitoring and shutil.which("prometheus") is None:
         raise SettingsError(INSTALL_HINT)
     env = {**os.environ, **(extra_env or {})}
-    urls = {
-        "ORDER_DATABASE_URL": env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
-        "STOCK_DATABASE_URL": env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
-    }
-    try:  # what the services would refuse at start-up, refused before anything starts
-        settings = Settings.from_env({**env, **urls})
-    except ValueError as exc:
-        raise SettingsError(str(exc)) from exc
-    for variable, url in urls.items():  # a URL no one can use stops `up` before it starts
-        try:
-            usable_url(url, variable)
-        except DatabaseProblem as exc:
-            raise SettingsError(str(exc)) from None
+    settings, urls = refuse_what_the_services_would(env, home)
     existing = load_state(home)
     if existing and is_running(existing):
-        asked = (settings.lock_backend, settings.lock_scope, workers, threads)
-        running = (existing.lock_backend, existing.lock_scope, existing.workers, existing.threads)
-        if asked != running:
-            raise SettingsError(
-                f"a stack is already running with LOCK_BACKEND={running[0]}, "
-                f"LOCK_SCOPE={running[1]}, --workers {running[2]}, --threads {running[3]} "
-                f"(state in {home / STATE_FILE}); `inventory down` first to start another"
-            )
+        refuse_other_settings_than_the_running(existing, settings, workers, threads, home)
         say(f"stack already running (state in {home / STATE_FILE})")
         return existing
     if existing:
         down(home, say=lambda *_: None)  # a half-dead stack: clear what is left
     check_dependencies(env, settings.lock_backend)  # a server it was pointed at is there
     home.mkdir(parents=True, exist_ok=True)
-    started: dict[str, int] = {}
+    started: dict[str, int] = {}  # each step records its processes here, for the way out
     try:
-        zk_hosts = env.get("ZK_HOSTS")
-        if not zk_hosts:
-            zk = servers.start_zookeeper(home / "zookeeper")
-            started["zookeeper"] = zk.pid
-            zk_hosts = zk.address
-        redis_url = env.get("REDIS_URL")
-        if not redis_url:
-            rd = servers.start_redis(home / "redis")
-            started["redis"] = rd.pid
-            redis_url = f"redis://{rd.address}/0"
-        etcd_endpoints = ""
-        if settings.lock_backend == "etcd":
-            etcd_endpoints = env.get("ETCD_ENDPOINTS", "")
-            if not etcd_endpoints:
-                etcd = start_etcd(home / "etcd")
-                started["etcd"] = etcd.pid
-                etcd_endpoints = f"http://{etcd.address}"
-        redlock_urls = ""
-        if settings.lock_backend == "redlock":
-            redlock_urls = env.get("REDLOCK_URLS", "")
-            if not redlock_urls:  # three independent servers, none of them the flag Redis
-                nodes = []
-                for i in range(REDLOCK_SERVERS):
-                    node = servers.start_redis(home / f"redlock{i}")
-                    started[f"redlock{i}"] = node.pid
-                    nodes.append(f"redis://{node.address}/0")
-                redlock_urls = ",".join(nodes)
-        state = StackState(
-            home=str(home),
-            order_url="",
-            stock_url="",
-            zk_hosts=zk_hosts,
-            redis_url=redis_url,
-            order_database_url=urls["ORDER_DATABASE_URL"],
-            stock_database_url=urls["STOCK_DATABASE_URL"],
-            lock_backend=settings.lock_backend,
-            lock_scope=settings.lock_scope,
-            pids=started,
-            workers=workers,
-            threads=threads,
-            etcd_endpoints=etcd_endpoints,
-            redlock_urls=redlock_urls,
-            admin_token=env.get("ADMIN_TOKEN") or secrets.token_urlsafe(24),
+        lock_servers = (
+            zookeeper_unless_given(env, home, started),
+            redis_unless_given(env, home, started),
+            etcd_if_the_lock_needs_it(settings, env, home, started),
+            redlock_servers_if_the_lock_needs_them(settings, env, home, started),
         )
-        save_state(state)  # from here on, `down` can stop what was started even after a crash
+        state = record_state(home, settings, urls, lock_servers, workers, threads, env, started)
         migrations.upgrade(state.order_database_url, "order")
         migrations.upgrade(state.stock_database_url, "stock")
-        stock_port, order_port = preferred_port(8082), preferred_port(8081)
-        if order_port == stock_port:
-            order_port = free_port()
-        state.stock_url = f"http://127.0.0.1:{stock_port}"
-        state.order_url = f"http://127.0.0.1:{order_port}"
-        service_env = {**env, **state.env()}
-        started["stock_service"] = start_service(
-            "stock_service", stock_port, home, service_env, workers, threads
-        )
-        started["order_service"] = start_service(
-            "order_service", order_port, home, service_env, workers, threads * 2
-        )
-        for i in range(1, reconcilers + 1):
-            started[f"reconciler{i}"] = servers.spawn(
-                [sys.executable, "-m", "inventory.cli", "reconciler", "--name", f"reconciler{i}"],
-                home / f"reconciler{i}.log",
-                home,
-                service_env,
-            )
+        service_env = start_services(state, env, started)
+        start_reconcilers(reconcilers, home, service_env, started)
         save_state(state)
-        for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
-            pid = started[name]
-            wait_until(
-                partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
-            )
+        wait_until_the_services_are_healthy(state, started)
         if monitoring:
-            targets = static_targets(
-                urlsplit(state.order_url).netloc, urlsplit(state.stock_url).netloc
-            )
-            prometheus = start_prometheus(home / "prometheus", scrape_config(targets))
-            started["prometheus"] = prometheus.pid
-            state.prometheus_url = f"http://127.0.0.1:{prometheus.port}"
+            start_monitoring(state, started)
             save_state(state)
     except BaseException:
         for pid in reversed(list(started.values())):
@@ -189,6 +115,123 @@ def up(
         (home / STATE_FILE).unlink(missing_ok=True)
         raise
     return state
+
+
+def refuse_what_the_services_would(
+    env: dict[str, str], home: Path
+) -> tuple[Settings, dict[str, str]]:
+    """The settings and database URLs, refused before anything starts where the services would
+    refuse them at start-up, or where no one can use a URL."""
+    urls = {
+        "ORDER_DATABASE_URL": env.get("ORDER_DATABASE_URL", f"sqlite:///{home / 'order.db'}"),
+        "STOCK_DATABASE_URL": env.get("STOCK_DATABASE_URL", f"sqlite:///{home / 'stock.db'}"),
+    }
+    try:
+        settings = Settings.from_env({**env, **urls})
+    except ValueError as exc:
+        raise SettingsError(str(exc)) from exc
+    for variable, url in urls.items():
+        try:
+            usable_url(url, variable)
+        except DatabaseProblem as exc:
+            raise SettingsError(str(exc)) from None
+    return settings, urls
+
+
+def refuse_other_settings_than_the_running(
+    existing: StackState, settings: Settings, workers: int, threads: int, home: Path
+) -> None:
+    asked = (settings.lock_backend, settings.lock_scope, workers, threads)
+    running = (existing.lock_backend, existing.lock_scope, existing.workers, existing.threads)
+    if asked != running:
+        raise SettingsError(
+            f"a stack is already running with LOCK_BACKEND={running[0]}, "
+            f"LOCK_SCOPE={running[1]}, --workers {running[2]}, --threads {running[3]} "
+            f"(state in {home / STATE_FILE}); `inventory down` first to start another"
+        )
+
+
+def record_state(
+    home: Path,
+    settings: Settings,
+    urls: dict[str, str],
+    lock_servers: tuple[str, str, str, str],
+    workers: int,
+    threads: int,
+    env: dict[str, str],
+    started: dict[str, int],
+) -> StackState:
+    """stack.json written: from here on, `down` can stop what was started even after a crash."""
+    zk_hosts, redis_url, etcd_endpoints, redlock_urls = lock_servers
+    state = StackState(
+        home=str(home),
+        order_url="",
+        stock_url="",
+        zk_hosts=zk_hosts,
+        redis_url=redis_url,
+        order_database_url=urls["ORDER_DATABASE_URL"],
+        stock_database_url=urls["STOCK_DATABASE_URL"],
+        lock_backend=settings.lock_backend,
+        lock_scope=settings.lock_scope,
+        pids=started,
+        workers=workers,
+        threads=threads,
+        etcd_endpoints=etcd_endpoints,
+        redlock_urls=redlock_urls,
+        admin_token=env.get("ADMIN_TOKEN") or secrets.token_urlsafe(24),
+    )
+    save_state(state)
+    return state
+
+
+def start_services(
+    state: StackState, env: dict[str, str], started: dict[str, int]
+) -> dict[str, str]:
+    """Both services under gunicorn, on 8082 and 8081 when free; their environment returned
+    (the reconcilers get the same)."""
+    home = Path(state.home)
+    stock_port, order_port = preferred_port(8082), preferred_port(8081)
+    if order_port == stock_port:
+        order_port = free_port()
+    state.stock_url = f"http://127.0.0.1:{stock_port}"
+    state.order_url = f"http://127.0.0.1:{order_port}"
+    service_env = {**env, **state.env()}
+    workers, threads = state.workers, state.threads
+    started["stock_service"] = start_service(
+        "stock_service", stock_port, home, service_env, workers, threads
+    )
+    started["order_service"] = start_service(
+        "order_service", order_port, home, service_env, workers, threads * 2
+    )
+    return service_env
+
+
+def start_reconcilers(
+    count: int, home: Path, service_env: dict[str, str], started: dict[str, int]
+) -> None:
+    for i in range(1, count + 1):
+        started[f"reconciler{i}"] = servers.spawn(
+            [sys.executable, "-m", "inventory.cli", "reconciler", "--name", f"reconciler{i}"],
+            home / f"reconciler{i}.log",
+            home,
+            service_env,
+        )
+
+
+def wait_until_the_services_are_healthy(state: StackState, started: dict[str, int]) -> None:
+    home = Path(state.home)
+    for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
+        pid = started[name]
+        wait_until(
+            partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
+        )
+
+
+def start_monitoring(state: StackState, started: dict[str, int]) -> None:
+    targets = static_targets(urlsplit(state.order_url).netloc, urlsplit(state.stock_url).netloc)
+    prometheus = start_prometheus(Path(state.home) / "prometheus", scrape_config(targets))
+    started["prometheus"] = prometheus.pid
+    state.prometheus_url = f"http://127.0.0.1:{prometheus.port}"
 
 
 def healthy(url: str) -> bool:

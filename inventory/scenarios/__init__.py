@@ -4,54 +4,131 @@ and ended with the invariant check.
 
 Each scenario starts a stack of its own (FAULT_INJECTION=true, short timeouts so the story
 takes seconds, not minutes) in a temporary home, and stops it afterwards. rig.py holds what
-they share; retries.py, holders.py and leader_loss.py the scenarios.
+they share; retries.py, holders.py, leader_loss.py and the others the scenarios.
+
+SCENARIOS is the one list of them: the command's choices, `make demo SCENARIO=...` and the
+table of docs/scenarios.md come from it or are checked against it. It imports none of them
+(`inventory --help` must not load kazoo and redis): a scenario's module is imported when it
+runs, and `scenarios.stale_holder` and the like are looked up on first use (__getattr__).
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from inventory.scenarios.cancel import cancel
-from inventory.scenarios.holders import crash_mid_deduction, stale_holder
-from inventory.scenarios.leader_loss import zk_leader_loss
-from inventory.scenarios.redis_failover import redis_failover
-from inventory.scenarios.redlock import redlock
-from inventory.scenarios.retries import double_submit, lost_response, redis_flag_lost, slow_stock
-from inventory.scenarios.rig import ScenarioResult
-from inventory.scenarios.standby import standby
-from inventory.scenarios.unique_key import unique_key_lock
+if TYPE_CHECKING:
+    from inventory.scenarios.rig import ScenarioResult
 
-__all__ = [
-    "SCENARIOS",
-    "UNFENCED",
-    "ScenarioResult",
-    "cancel",
-    "crash_mid_deduction",
-    "double_submit",
-    "lost_response",
-    "redis_failover",
-    "redis_flag_lost",
-    "redlock",
-    "slow_stock",
-    "stale_holder",
-    "standby",
-    "unique_key_lock",
-    "zk_leader_loss",
-]
 
-SCENARIOS: dict[str, Callable[..., ScenarioResult]] = {
-    "double-submit": double_submit,
-    "slow-stock": slow_stock,
-    "lost-response": lost_response,
-    "redis-flag-lost": redis_flag_lost,
-    "stale-holder": stale_holder,
-    "crash-mid-deduction": crash_mid_deduction,
-    "zk-leader-loss": zk_leader_loss,
-    "unique-key-lock": unique_key_lock,
-    "redlock": redlock,
-    "standby": standby,
-    "redis-failover": redis_failover,
-    "cancel": cancel,
-}
-# The scenarios that take unfenced=True (`--unfenced`): fencing off, to show what it prevents.
-UNFENCED = ("stale-holder", "unique-key-lock", "redlock")
+@dataclass(frozen=True)
+class Scenario:
+    name: str  # as the command takes it
+    module: str  # under inventory.scenarios
+    function: str  # called with a console, and unfenced=True for --unfenced
+    shows: str  # one line: what happens for real
+    unfenced: bool = False  # takes --unfenced: fencing off, to show what it prevents
+
+    def load(self) -> Callable[..., ScenarioResult]:
+        module = importlib.import_module(f"inventory.scenarios.{self.module}")
+        found: Callable[..., ScenarioResult] = getattr(module, self.function)
+        # The import just set the package's attribute of the module's name (`cancel`,
+        # `redlock`, ...) to the module; the function takes it over, as when this file
+        # imported them all, so `scenarios.cancel()` calls the scenario.
+        globals()[self.function] = found
+        return found
+
+
+SCENARIOS = (
+    Scenario(
+        "double-submit",
+        "retries",
+        "double_submit",
+        "two POST /genOrder at once with one Idempotency-Key: one order, one deduction",
+    ),
+    Scenario(
+        "slow-stock",
+        "retries",
+        "slow_stock",
+        "the stock service slower than the call's timeout: the retry, same flag, deducts once",
+    ),
+    Scenario(
+        "lost-response",
+        "retries",
+        "lost_response",
+        "the stock service commits and its answer is late: the retry is a duplicate",
+    ),
+    Scenario(
+        "redis-flag-lost",
+        "retries",
+        "redis_flag_lost",
+        "Redis loses the operation flag three ways: no double deduction, no lost sale",
+    ),
+    Scenario(
+        "stale-holder",
+        "holders",
+        "stale_holder",
+        "the lock holder paused past its ZooKeeper session: its late write refused by the fence",
+        unfenced=True,
+    ),
+    Scenario(
+        "crash-mid-deduction",
+        "holders",
+        "crash_mid_deduction",
+        "the deducting worker killed inside its transaction: rolled back, the retry served",
+    ),
+    Scenario(
+        "zk-leader-loss",
+        "leader_loss",
+        "zk_leader_loss",
+        "the ZooKeeper ensemble's leader killed under a load test: a pause, no violation",
+    ),
+    Scenario(
+        "unique-key-lock",
+        "unique_key",
+        "unique_key_lock",
+        "LOCK_BACKEND=unique-key: a dead holder's row freed by expiry, a slow holder fenced",
+        unfenced=True,
+    ),
+    Scenario(
+        "redlock",
+        "redlock",
+        "redlock",
+        "LOCK_BACKEND=redlock: a holder paused past the grant's validity, its write fenced",
+        unfenced=True,
+    ),
+    Scenario(
+        "standby",
+        "standby",
+        "standby",
+        "three elected reconcilers: the leader killed, paused mid-pass, resigned; takeover timed",
+    ),
+    Scenario(
+        "redis-failover",
+        "redis_failover",
+        "redis_failover",
+        "LOCK_BACKEND=redis: the primary dies before the replica has the lock; the fence holds",
+    ),
+    Scenario(
+        "cancel",
+        "cancel",
+        "cancel",
+        "cancels and holds: the three TCC hazards, an unpaid hold, pays racing expiry",
+    ),
+)
+NAMES = tuple(s.name for s in SCENARIOS)
+UNFENCED = tuple(s.name for s in SCENARIOS if s.unfenced)
+
+
+def named(name: str) -> Scenario:
+    return next(s for s in SCENARIOS if s.name == name)
+
+
+def __getattr__(attribute: str) -> Callable[..., ScenarioResult]:
+    """`scenarios.stale_holder` and the like, imported on first use."""
+    for scenario in SCENARIOS:
+        if scenario.function == attribute:
+            return scenario.load()
+    raise AttributeError(f"module {__name__!r} has no attribute {attribute!r}")

@@ -9,7 +9,7 @@ For N waiters that each acquire once, it counts the watch notifications delivere
 requests sent to ZooKeeper, per acquisition. Each waiter is a ZooKeeper session with threads of
 its own (kazoo's connection thread and two callback workers, and the thread that contends: four
 per waiter), and the single node's herd costs grow with the square of the waiters: the CLI
-bounds them (MAX_WAITERS in inventory/cli/parser.py).
+bounds them (MAX_WAITERS in inventory/cli/commands/demo.py).
 
 Ctrl-C or SIGTERM (raised in the main thread) stops a run promptly and quietly: the waiters'
 threads are daemons that also watch a stop event, their locks are cancelled, and what they

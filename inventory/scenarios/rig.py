@@ -24,7 +24,7 @@ from inventory.local.servers import wait_until
 from inventory.scenarios.demo import RedisMonitor
 from shared.faults import LAST_PID
 
-# Short timeouts so every story takes seconds; what each one means is in the README.
+# Short timeouts so every story takes seconds; what each one means is in docs/configuration.md.
 SCENARIO_ENV = {
     "FAULT_INJECTION": "true",
     "STOCK_CALL_TIMEOUT": "1",

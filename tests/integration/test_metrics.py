@@ -1,5 +1,6 @@
 """/metrics of both services in one process (the registry of this process): every metric the
-README lists shows up after a few orders, and the stock level is read at scrape time."""
+docs/observability.md lists shows up after a few orders, and the stock level is read at scrape
+time."""
 
 from __future__ import annotations
 

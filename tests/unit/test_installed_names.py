@@ -1,6 +1,6 @@
 """The package installs five top-level names, two of them generic (`shared`, `migrations`).
-They are not namespaced under one name (README, "Installed names": a package-dir mapping keeps
-the folders but loses mypy, which cannot follow the mapping in any editable mode), so what
+They are not namespaced under one name (docs/layout.md, "Installed names": a package-dir mapping
+keeps the folders but loses mypy, which cannot follow the mapping in any editable mode), so what
 keeps them from colliding is that they live in the project's own environment. This holds that:
 nothing else installed here provides one of them, and each imports from this repository."""
 

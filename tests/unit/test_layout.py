@@ -1,4 +1,4 @@
-"""The README's Layout, held against the code: the import directions it states, no import
+"""docs/layout.md, held against the code: the import directions it states, no import
 circles between modules, and no module over 300 lines. Read from the source with `ast` (nothing
 is imported), so a wall that moves back fails here rather than in a reader's second hour."""
 
@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("shared", "order_service", "stock_service", "migrations", "inventory")
-# What each top-level package may import of the others (README, "Import directions").
+# What each top-level package may import of the others (docs/layout.md, "Import directions").
 MAY_IMPORT = {
     "shared": {"migrations"},  # startup.py migrates at start-up when asked
     "migrations": set(),
@@ -119,3 +119,67 @@ def test_the_circle_finder_finds_a_circle() -> None:
 @pytest.mark.parametrize("name,path", list(modules()), ids=lambda v: str(v))
 def test_no_module_is_over_300_lines(name: str, path: Path) -> None:
     assert len(path.read_text().splitlines()) <= MAX_LINES, name
+
+
+# The command line in pip's layout (docs/layout.md): one module per command, named as the
+# command, each adding its arguments and running; the work stays in the package it drives.
+COMMANDS_DIR = ROOT / "inventory" / "cli" / "commands"
+MAX_COMMAND_LINES = 150  # a command that outgrows this is doing work that belongs elsewhere
+
+
+def command_files() -> list[Path]:
+    return sorted(p for p in COMMANDS_DIR.glob("*.py") if p.name != "__init__.py")
+
+
+def top_level_names(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+    return names
+
+
+def command_name(path: Path) -> str:
+    for node in ast.parse(path.read_text(), str(path)).body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "NAME" for t in node.targets
+        ):
+            assert isinstance(node.value, ast.Constant), path
+            return str(node.value.value)
+    raise AssertionError(f"{path.name} names no command (NAME = ...)")
+
+
+@pytest.mark.parametrize("path", command_files(), ids=lambda p: p.stem)
+def test_each_command_is_a_module_of_its_name_that_adds_its_arguments_and_runs(path: Path) -> None:
+    assert command_name(path).replace("-", "_") == path.stem
+    assert {"NAME", "SUMMARY", "add_arguments", "run"} <= top_level_names(path)
+    assert len(path.read_text().splitlines()) <= MAX_COMMAND_LINES, path.name
+
+
+def test_the_program_has_exactly_the_commands_of_the_folder() -> None:
+    init = COMMANDS_DIR / "__init__.py"
+    tree = ast.parse(init.read_text(), str(init))
+    listed = next(
+        [e.id for e in node.value.elts if isinstance(e, ast.Name)]
+        for node in tree.body
+        if isinstance(node, ast.AnnAssign)
+        and isinstance(node.target, ast.Name)
+        and node.target.id == "COMMANDS"
+        and isinstance(node.value, ast.Tuple)
+    )
+    assert sorted(listed) == [p.stem for p in command_files()]
+    assert len(set(listed)) == len(listed)
+
+
+def test_no_command_module_imports_another_command() -> None:
+    prefix = "inventory.cli.commands."
+    wrong = [
+        f"{name} imports {target}"
+        for name, targets in GRAPH.items()
+        if name.startswith(prefix)
+        for target in targets
+        if target.startswith(prefix) and target != name
+    ]
+    assert not wrong, wrong

@@ -1,6 +1,6 @@
 """The model's actions name the code that does them (inventory/model_check.py's ACTIONS): each
 dotted path must still import, so a function renamed or removed makes the map (and the model's
-README table) stale, and this test says which."""
+table in docs/model.md) stale, and this test says which."""
 
 from __future__ import annotations
 

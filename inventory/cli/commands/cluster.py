@@ -1,4 +1,5 @@
-"""The commands of the multi-node cluster: cluster up | down | status | configs, and chaos."""
+"""`inventory cluster up | down | status | configs`: the multi-node cluster in network
+namespaces (inventory/cluster/ builds it)."""
 
 from __future__ import annotations
 
@@ -10,11 +11,33 @@ from rich.console import Console
 from rich.table import Table
 
 from inventory.cli.errors import UsageError
+from inventory.cli.options import at_least
+
+NAME = "cluster"
+SUMMARY = (
+    "a multi-node cluster in network namespaces (root): up, down, status; configs writes "
+    "its configuration files with placeholder secrets (deploy/cluster/)"
+)
 
 console = Console()
 
 
-def cmd_cluster(args: argparse.Namespace) -> int:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    p = parser
+    p.add_argument("action", choices=["up", "down", "status", "configs"])
+    p.add_argument("--into", metavar="DIR", default="deploy/cluster", help="configs: where they go")
+    p.add_argument(
+        "--workers", type=at_least(1), default=2, help="up: gunicorn workers per replica"
+    )
+    p.add_argument("--threads", type=at_least(1), default=8, help="up: threads per stock worker")
+    p.add_argument("--lock", choices=["zookeeper", "redis", "none"], help="up: LOCK_BACKEND")
+    p.add_argument(
+        "--no-fencing", dest="fencing", action="store_false", default=None, help="up: FENCING=false"
+    )
+    p.add_argument("--json", action="store_true", help="status: as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
     from inventory.cluster import deploy, netns
     from inventory.cluster.status import status as cluster_status
     from inventory.local.servers import ServerError
@@ -74,41 +97,3 @@ def print_cluster(status: dict[str, object], as_json: bool) -> None:
         console.print(f"reconciler {r['name']} on {r['host']}: {running}, {role}")
     for key in ("order_url", "stock_url", "database", "redis", "secrets_file"):
         console.print(f"{key:14} {status[key]}")
-
-
-def cmd_chaos(args: argparse.Namespace) -> int:
-    from inventory.chaos import checker, nemesis, report
-    from inventory.chaos.run import ChaosConfig, ChaosError, run_chaos
-
-    if args.faults:
-        faults = [f.strip() for f in args.faults.split(",") if f.strip()]
-    else:
-        faults = list(nemesis.QUICK if args.quick else nemesis.FAULTS)
-    settings = {}
-    if args.lock:
-        settings["LOCK_BACKEND"] = args.lock
-    if args.no_fencing:
-        settings["FENCING"] = "false"
-    config = ChaosConfig(
-        faults=faults,
-        min_orders=args.orders if args.orders is not None else (500 if args.quick else 10_000),
-        baseline=5.0 if args.quick else 10.0,
-        recover=5.0 if args.quick else 8.0,
-        settings=settings,
-        seed=args.seed,
-        folder=Path(args.report),
-    )
-    try:
-        result = run_chaos(config, say=console.print)
-    except ChaosError as exc:
-        raise UsageError(str(exc)) from exc
-    console.print(report.markdown(result["table"], result["verdicts"]), markup=False)
-    for what, why in result["not_available"].items():
-        console.print(f"[yellow]not available: {what}: {why}")
-    verdict = result["verdict"]
-    colour = {"valid": "green", "violated": "bold red", "unknown": "yellow"}[verdict]
-    console.print(
-        f"[{colour}]{verdict}[/]: {result['orders']} orders, {len(faults)} faults; "
-        f"report in {args.report}"
-    )
-    return checker.EXIT_CODES[verdict]

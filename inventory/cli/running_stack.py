@@ -1,4 +1,5 @@
-"""`inventory status`, and what every command that needs the stack says when there is none.
+"""What the commands that work on the running stack share: finding it, saying where it was
+looked for when there is none, and printing it.
 
 The stack's state is found in one place, stack.json under INVENTORY_HOME (default ./.inventory
 of the folder the command runs in), so "no stack running" said from another folder used to
@@ -8,15 +9,12 @@ for seed, check or migrate (a usage matter: start one, or look elsewhere), not 1
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-from typing import Any
 
 from rich.console import Console
 
 from inventory.cli.errors import UsageError
-from inventory.local import homes, stack_state
+from inventory.local import stack_state
 from inventory.local.servers import pid_alive
 
 console = Console()
@@ -44,26 +42,11 @@ def no_stack(state: stack_state.StackState | None) -> str:
     )
 
 
-def cmd_status(args: argparse.Namespace) -> int:
+def require_stack() -> stack_state.StackState:
     state = stack_state.load_state()
-    leftovers = homes.left_behind()
-    if args.json:
-        data: dict[str, Any] = state.as_json() if state else {"running": False}
-        data["state_file"] = str(stack_state.home_dir() / stack_state.STATE_FILE)
-        data["left_behind"] = [{"home": str(x.home), "pids": x.pids} for x in leftovers]
-        print(json.dumps(data, indent=2))
-    elif state is not None:
-        print_status(state)
-    if leftovers and not args.json:
-        for leftover in leftovers:
-            console.print(
-                f"[yellow]left behind by a run that was killed: {leftover.home} "
-                f"({len(leftover.pids)} processes still running)"
-            )
-        console.print("[yellow]`inventory down` stops them and removes their folders")
     if state is None or not stack_state.is_running(state):
-        raise UsageError(no_stack(state))  # one line on stderr, exit 2 (stdout stays JSON)
-    return 0
+        raise UsageError(no_stack(state))
+    return state
 
 
 def print_status(state: stack_state.StackState) -> None:

@@ -1,0 +1,131 @@
+"""`inventory loadtest`: many buyers over HTTP, then the invariant check (inventory/loadtest/),
+on the running stack or on a stack of its own for the run."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from inventory.cli.errors import UsageError
+from inventory.cli.options import at_least, ratio
+from inventory.local import homes, stack, stack_state
+from shared.settings import LOCK_BACKENDS, LOCK_SCOPES
+
+if TYPE_CHECKING:
+    from inventory.loadtest import LoadConfig
+
+NAME = "loadtest"
+SUMMARY = "many buyers over HTTP, then the invariant check"
+
+console = Console()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    p = parser
+    p.add_argument("--orders", type=at_least(1), default=200, help="orders to place")
+    p.add_argument("--concurrency", type=at_least(1), default=32, help="concurrent buyers")
+    p.add_argument("--goods", type=at_least(1), default=1, help="goods ids")
+    p.add_argument("--stock", type=at_least(0), default=40, help="initial stock per goods id")
+    p.add_argument("--items", type=at_least(1), default=1, help="goods ids per order")
+    p.add_argument(
+        "--duplicates",
+        type=ratio,
+        default=0.0,
+        help="share of orders submitted twice with one Idempotency-Key (0-1)",
+    )
+    p.add_argument("--seed", type=int, default=1, help="random seed of the buyers' choices")
+    p.add_argument(
+        "--cancel-rate",
+        type=ratio,
+        default=0.0,
+        help="share of orders cancelled (0-1): half at once, racing their genOrder (by "
+        "Idempotency-Key), half once placed",
+    )
+    p.add_argument(
+        "--pay-within",
+        type=at_least(1),
+        default=None,
+        metavar="S",
+        help="every order a hold to pay within S seconds; two thirds of those not cancelled "
+        "are paid, the rest left to expire (the stack's reconcilers cancel them)",
+    )
+    p.add_argument(
+        "--lock",
+        choices=LOCK_BACKENDS,
+        help="start a stack of its own for the run with this LOCK_BACKEND (without --lock or "
+        "--scope: the running stack, else a new one with zookeeper/sku; database: needs "
+        "STOCK_DATABASE_URL on PostgreSQL or MySQL)",
+    )
+    p.add_argument(
+        "--scope",
+        choices=LOCK_SCOPES,
+        help="start a stack of its own for the run with this LOCK_SCOPE",
+    )
+    p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
+    p.add_argument(
+        "--keep", action="store_true", help="keep the folder of a stack started for the run"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from inventory.loadtest import LoadConfig
+
+    config = LoadConfig(
+        orders=args.orders,
+        concurrency=args.concurrency,
+        goods=args.goods,
+        stock=args.stock,
+        items=args.items,
+        duplicate_ratio=args.duplicates,
+        seed=args.seed,
+        cancel_rate=args.cancel_rate,
+        pay_within=args.pay_within,
+    )
+    if config.items > config.goods:
+        raise UsageError(f"--items {config.items} is more than --goods {config.goods}")
+    state = stack_state.load_state()
+    own_stack = (
+        args.lock is not None
+        or args.scope is not None
+        or state is None
+        or not stack_state.is_running(state)
+    )
+    if not own_stack:
+        assert state is not None
+        return loadtest_on(state, config, args)
+    env = {"LOCK_BACKEND": args.lock or "zookeeper", "LOCK_SCOPE": args.scope or "sku"}
+    # Holds expire and unanswered cancels finish by the stack's own elected reconcilers.
+    after_sale = bool(config.cancel_rate or config.pay_within)
+    if after_sale:
+        env.update(RECONCILE_INTERVAL="1", RECONCILE_OLDER_THAN="30")
+    with homes.temporary_home("loadtest", keep=args.keep, say=console.print) as home:
+        console.print(
+            f"starting a stack for this run (lock {env['LOCK_BACKEND']}/{env['LOCK_SCOPE']}) ..."
+        )
+        try:
+            state = stack.up(
+                home=home, extra_env=env, say=console.print, reconcilers=2 if after_sale else 0
+            )
+        except stack.SettingsError as exc:
+            raise UsageError(str(exc)) from exc
+        try:
+            return loadtest_on(state, config, args)
+        finally:
+            stack.down(home=home, say=console.print)
+
+
+def loadtest_on(state: stack_state.StackState, config: LoadConfig, args: argparse.Namespace) -> int:
+    from inventory.loadtest import print_summary, print_violations, run_loadtest, write_report
+
+    result = run_loadtest(state, config, console)
+    print_summary(result, state, console)
+    if args.report:
+        report, chart = write_report(result, state, Path(args.report))
+        console.print(f"report: {report}   chart: {chart}")
+    if not result.ok:
+        print_violations(result, console)
+        return 1
+    return 0

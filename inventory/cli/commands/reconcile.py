@@ -1,0 +1,71 @@
+"""`inventory reconcile`: one settlement pass by hand (order_service/reconcile.py does it)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from rich.console import Console
+
+from inventory.cli.errors import UsageError
+from inventory.cli.options import positive_float
+from inventory.local import stack_state
+from inventory.local.databases import usable_url
+from shared.settings import Settings
+
+NAME = "reconcile"
+SUMMARY = "one pass by hand: settle every PENDING order from the stock database"
+
+console = Console()
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--older-than",
+        type=positive_float,
+        default=60,
+        help="only orders older than this many seconds (default 60: no request still runs)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from datetime import timedelta
+
+    from order_service.reconcile import reconcile
+    from order_service.stock_client import StockClient
+    from order_service.store import OrderStore
+    from shared.db import make_engine
+
+    state = stack_state.load_state()
+    if state is None and not (
+        os.environ.get("ORDER_DATABASE_URL") and os.environ.get("STOCK_SERVICE_URL")
+    ):
+        raise UsageError(
+            "no stack to reconcile: start one with `inventory up`, or set ORDER_DATABASE_URL "
+            "and STOCK_SERVICE_URL"
+        )
+    env = {**(state.env() if state else {}), **os.environ}
+    settings = Settings.from_env(env)
+    usable_url(settings.order_database_url, "ORDER_DATABASE_URL")
+    store = OrderStore(make_engine(settings.order_database_url))
+    stock_client = StockClient(
+        settings.stock_service_url,
+        settings.stock_call_timeout,
+        0,
+        60,
+        0,
+        token=settings.stock_service_token,
+    )
+    try:
+        report = reconcile(store, stock_client, timedelta(seconds=args.older_than))
+    finally:
+        stock_client.close()
+        store.engine.dispose()
+    console.print(
+        f"examined {report.examined} PENDING orders in {report.pages} page(s): "
+        f"{len(report.confirmed)} confirmed (the stock database has their deduction), "
+        f"{len(report.failed)} failed (their flags voided: nothing deducted, nothing will be), "
+        f"{len(report.mismatched)} with flows that differ from their lines, "
+        f"{report.unreachable} not checked (stock service unreachable)"
+    )
+    return 1 if report.mismatched or report.unreachable else 0
