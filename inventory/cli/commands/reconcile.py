@@ -23,8 +23,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--older-than",
         type=positive_float,
-        default=60,
-        help="only orders older than this many seconds (default 60: no request still runs)",
+        default=None,
+        help="only orders older than this many seconds (default: RECONCILE_OLDER_THAN, else one "
+        "request's whole budget from the settings; less is refused: a request may still run)",
     )
 
 
@@ -45,7 +46,11 @@ def run(args: argparse.Namespace) -> int:
             "and STOCK_SERVICE_URL"
         )
     env = {**(state.env() if state else {}), **os.environ}
-    settings = Settings.from_env(env)
+    try:
+        age = {} if args.older_than is None else {"reconcile_older_than": args.older_than}
+        settings = Settings.from_env(env, **age)
+    except ValueError as exc:
+        raise UsageError(str(exc).replace("RECONCILE_OLDER_THAN", "--older-than")) from exc
     usable_url(settings.order_database_url, "ORDER_DATABASE_URL")
     store = OrderStore(make_engine(settings.order_database_url))
     stock_client = StockClient(
@@ -57,14 +62,15 @@ def run(args: argparse.Namespace) -> int:
         token=settings.stock_service_token,
     )
     try:
-        report = reconcile(store, stock_client, timedelta(seconds=args.older_than))
+        report = reconcile(store, stock_client, timedelta(seconds=settings.reconcile_age()))
     finally:
         stock_client.close()
         store.engine.dispose()
     console.print(
         f"examined {report.examined} PENDING orders in {report.pages} page(s): "
         f"{len(report.confirmed)} confirmed (the stock database has their deduction), "
-        f"{len(report.failed)} failed (their flags voided: nothing deducted, nothing will be), "
+        f"{len(report.failed)} failed (their flags voided or refused: nothing deducted, "
+        "nothing will be), "
         f"{len(report.mismatched)} with flows that differ from their lines, "
         f"{report.unreachable} not checked (stock service unreachable)"
     )
