@@ -8,6 +8,14 @@ and its trail is replayed (`spin -t -T`) and cut down to the steps the model pri
 and the assertion it broke. A variant whose result is not the expected one fails the run, and so
 does a search that did not complete (memory exhausted): "no violation" would then mean nothing.
 
+What the model is (its world, its guards, what it leaves out) is said in its header. Since issue
+28 stock comes back in it: the buyer of B may cancel B once CONFIRMED, and the return goes
+through a stock worker like a deduction (the lock, the row's fence, the decision moved deducted
+-> returned by a compare-and-set); and a refusal for lack of stock is recorded as a decision
+(refused). REFUSAL_NOT_RECORDED is the rule before: a refusal writes nothing, so an attempt
+that passed the Redis pre-filter before the refusal deleted the flag, and runs after a return
+has brought the stock back, finds no decision and deducts, for a buyer told FAILED.
+
     python -m inventory.model_check [--json] [--model PATH]
 """
 
@@ -26,7 +34,7 @@ from pathlib import Path
 
 MODEL = Path(__file__).resolve().parent.parent / "model" / "protocol.pml"
 MEMORY_LIMIT_MB = 1024  # pan's own bound (-DMEMLIM): it stops, "search not completed"
-MAX_DEPTH = 10_000  # the model's paths are about 200 steps long
+MAX_DEPTH = 10_000  # the model's paths are about 270 steps long
 SPIN_TIMEOUT_S = 600
 
 
@@ -54,6 +62,14 @@ VARIANTS: tuple[Variant, ...] = (
         ("NO_STATUS_CAS",),
         True,
         "a reconciler's order write not a compare-and-set from PENDING",
+    ),
+    # Issue 28: a late attempt (past the pre-filter before the refusal deleted the flag)
+    # deducts once a cancel has brought the stock back, for a buyer told FAILED.
+    Variant(
+        "REFUSAL_NOT_RECORDED",
+        ("REFUSAL_NOT_RECORDED",),
+        True,
+        "a refusal for lack of stock writes no decision (the rule before issue 28)",
     ),
     # Not a counterexample, and expected not to be: the status compare-and-set covers a
     # deposed reconciler on its own (model/protocol.pml says why); kept to show it.
@@ -96,6 +112,22 @@ ACTIONS: dict[str, str] = {
     ),
     "a decision becomes a status": "order_service.settlement.decided_status",
     "pay a hold": "order_service.transitions.pay",
+    "record a refusal for lack of stock: a decision row refused (primary key flag)": (
+        "stock_service.store.StockWrite.add_decisions"
+    ),
+    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.batch.plan",
+    "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
+        "order_service.cancellation.Cancellation.cancel"
+    ),
+    "the return answered: CANCELLING -> CANCELLED (compare-and-set)": (
+        "order_service.cancellation.Cancellation.return_stock"
+    ),
+    "return a flag's stock: no decision, voided; deducted, to the lock": (
+        "stock_service.deduction.StockDeduction.cancel"
+    ),
+    "the decision's compare-and-set deducted -> returned": (
+        "stock_service.store.StockWrite.mark_returned"
+    ),
     "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
     "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
@@ -164,8 +196,10 @@ def parse_pan(output: str, result: Result) -> None:
     result.memory_mb = _number(r"([\d.]+)\s+total actual memory usage", output)
     # pan says so after a first error too (it stops there): only an error-free search counts
     result.completed = result.errors != 0 or "Search not completed" not in output
-    violated = re.search(r"pan:\d+: (.*?) \(at depth", output)
-    result.violation = violated.group(1) if violated else ""
+    # With -i pan reports each shorter counterexample it finds, and the trail it leaves is the
+    # last one's: the violation named is that one's too.
+    violated = re.findall(r"pan:\d+: (.*?) \(at depth", output)
+    result.violation = violated[-1] if violated else ""
     if result.errors < 0:
         raise RuntimeError(f"pan's output has no error count:\n{output[-2000:]}")
 

@@ -4,9 +4,19 @@ world: expected clean). Needs spin and gcc; missing, this fails (it does not ski
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
-from inventory.model_check import VARIANTS, Result, check_all, parse_pan, readable_trace
+from inventory.model_check import (
+    VARIANTS,
+    Result,
+    Variant,
+    check_all,
+    check_variant,
+    parse_pan,
+    readable_trace,
+)
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +49,58 @@ def test_the_reconciler_fence_alone_is_covered_by_the_status_cas(
     assert covered.completed and covered.errors == 0
 
 
+def step_index(trace: list[str], pattern: str) -> tuple[int, re.Match[str]]:
+    """The first step of the trace that matches, and the match."""
+    for index, step in enumerate(trace):
+        found = re.search(pattern, step)
+        if found:
+            return index, found
+    raise AssertionError(f"no step matches {pattern!r}:\n" + "\n".join(trace))
+
+
+def test_an_unrecorded_refusal_lets_a_late_attempt_deduct_after_a_return(
+    results: dict[str, Result],
+) -> None:
+    """Issue 28, case 1: A is refused while B holds the stock (the refusal deletes A's flag
+    from Redis and writes nothing), B is cancelled and its stock returned, and an attempt of
+    A that passed the pre-filter before the refusal then finds no decision and deducts: the
+    buyer of A was told FAILED, and A has a flow."""
+    found = results["REFUSAL_NOT_RECORDED"]
+    assert found.errors > 0, "REFUSAL_NOT_RECORDED: no counterexample"
+    trace = found.trace
+    late, passed = step_index(trace, r"flag A is live, attempt (\d) goes to the lock")
+    refused, refusal = step_index(trace, r"answers attempt (\d) of order A: INSUFFICIENT")
+    returned, _ = step_index(trace, r"returns order B's stock with token \d+: stock 2")
+    deducted, _ = step_index(trace, r"commits order A with token \d+")
+    answered, deduction = step_index(trace, r"answers attempt (\d) of order A: DEDUCTED")
+    # the late attempt passed the pre-filter before the refusal, and deducted after the return
+    assert late < refused < returned < deducted < answered
+    assert passed.group(1) == deduction.group(1) != refusal.group(1)
+    assert "order A: the buyer is told FAILED" in trace
+    assert "end: stock 1, flows A 1 B 1, returns B 1" in trace[-2]
+    # the assertion broken is I9, "told FAILED: no flow", not the rule the variant removes
+    assert found.violation.startswith("assertion violated")
+    assert trace[-1].startswith("VIOLATED")
+    assert "told[o]!=FAILED" in trace[-1] and "flows[o]==0" in trace[-1]
+
+
+def test_intact_the_late_attempt_runs_and_finds_the_refusal_recorded() -> None:
+    """The same story is reachable in the intact model, and there the late attempt reads the
+    flag decided refused with the stock back, and deducts nothing (a probe, WITNESS_LATE_
+    ATTEMPT, asserts that this state is never reached: spin reaching it is the witness). So
+    the intact model's "no violation" covers the story of issue 28, not a world without it."""
+    probe = Variant("WITNESS_LATE_ATTEMPT", ("WITNESS_LATE_ATTEMPT",), False, "a probe")
+    witness = check_variant(probe)
+    assert witness.errors > 0, "the late attempt after a refusal and a return is unreachable"
+    trace = witness.trace
+    refused, _ = step_index(trace, r"records order A refused \(stock 0\)")
+    returned, _ = step_index(trace, r"returns order B's stock")
+    told, _ = step_index(trace, r"order A: the buyer is told FAILED")
+    late, _ = step_index(trace, r"reads for order A: stock 2, row fence \d+, decision REFUSED")
+    assert refused < returned < late and told < late
+    assert not any("commits order A" in step for step in trace)
+
+
 def test_every_variant_is_as_expected(results: dict[str, Result]) -> None:
     assert [name for name, r in results.items() if not r.ok] == []
 
@@ -51,6 +113,18 @@ def test_a_search_cut_short_by_memory_is_not_a_pass() -> None:
         cut,
     )
     assert not cut.completed and not cut.ok
+
+
+def test_the_violation_named_is_the_last_trail_s() -> None:
+    """pan -i reports each shorter counterexample it finds; the trail is the last one's."""
+    found = Result("X", "", expect_violation=True)
+    parse_pan(
+        "pan:1: assertion violated (flows[o]<=1) (at depth 200)\npan: wrote x.trail\n"
+        "pan:1: assertion violated (num>=0) (at depth 150)\npan: wrote x.trail\n"
+        "State-vector 148 byte, depth reached 210, errors: 2\n 9 states, stored\n",
+        found,
+    )
+    assert found.violation == "assertion violated (num>=0)"
 
 
 def test_the_trace_keeps_the_steps_and_the_assertion() -> None:

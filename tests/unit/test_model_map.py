@@ -44,5 +44,9 @@ def test_the_map_covers_the_guards_the_model_removes() -> None:
         "stock_service.store.StockWrite.add_flows",  # NO_UNIQUE_ROW
         "stock_service.deduction.StockDeduction.flag_live",  # FLAG_ONLY
         "order_service.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
+        "stock_service.store.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
+        "stock_service.store.StockWrite.mark_returned",  # the return's compare-and-set
+        "stock_service.deduction.StockDeduction.cancel",  # the stock side of a return
+        "order_service.cancellation.Cancellation.cancel",  # the order side of a cancel
     ):
         assert guard in paths
