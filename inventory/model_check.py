@@ -103,8 +103,8 @@ ACTIONS: dict[str, str] = {
     "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
     "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
     "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
-    "write the flag": "order_service.flow.OrderFlow.write_flag",
-    "write the flag again after unknown_flag": "order_service.flow.OrderFlow.call_stock",
+    "write the flag": "order_service.batching.OrderBatches.write_flags",
+    "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
     "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
     "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
     "finish: compare-and-set from PENDING, answer from the row": (

@@ -8,6 +8,7 @@ import httpx
 from flask import Flask
 
 from order_service.api import order_routes
+from order_service.batching import OrderBatches
 from order_service.cancellation import Cancellation
 from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
@@ -55,14 +56,22 @@ def create_app(
         token=settings.stock_service_token,
     )
     store = OrderStore(engine)
-    flow = OrderFlow(
+    batches = OrderBatches(
         store,
         redis_client,
         stock,
         settings.flag_ttl,
+        settings.flag_write_seconds,
+        settings.order_batch_max,
+    )
+    flow = OrderFlow(
+        store,
+        redis_client,
+        stock,
+        batches,
         settings.confirm_backoff,
         settings.idempotency_wait,
-        flag_write_seconds=settings.flag_write_seconds,
+        queue_patience=settings.stock_call_budget,
     )
     cancellation = Cancellation(store, stock)
     app.extensions["orders"] = OrderDeps(

@@ -1,7 +1,12 @@
-"""POST /genOrder, the article's steps, one function each:
+"""POST /genOrder, the article's steps:
 
     create the order (PENDING) -> write the flag to Redis -> call the stock service
     (retries carry the same flag) -> confirm through the stock flow, polling with backoff
+
+The first three and the finish run for a batch of orders at a time (order_service/batching.py:
+one transaction, one pipeline, one stock call for the orders of this process that arrived
+together); this module is one order's way through them, and the slow path, which each order
+takes in its own request's thread: polling the flow and voiding.
 
 What each answer of the stock service makes of the order:
 - deducted: the answer carries the stock-flow rows its commit wrote (the rows GET /stockFlow
@@ -36,18 +41,15 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from sqlalchemy.exc import IntegrityError
 
 from order_service import transitions
+from order_service.batching import KeyTaken, OrderBatches, Placed, Rejected
 from order_service.model import (
     CONFIRMED,
     FAILED,
-    INSUFFICIENT_STOCK,
     OUTCOME_UNKNOWN,
     PENDING,
-    REDIS_UNAVAILABLE,
     REJECTED,
-    VOIDED,
     IdempotencyKeyReused,
     OrderRequest,
     OrderRow,
@@ -55,22 +57,23 @@ from order_service.model import (
     StockRejected,
 )
 from order_service.settlement import decided_status, failed_because
-from order_service.stock_client import REJECTED as REJECTED_BY_STOCK
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
+from order_service.transitions import NewOrder
 from shared.contract import Outcome
 from shared.ids import new_id
+from shared.locks import LockTimeout
 from shared.logs import log_context
 from shared.metrics import CONFIRMATION_POLLS, ORDERS
-from shared.retry import RetryBudget
-from shared.settings import FLAG_WRITES
 
 log = logging.getLogger(__name__)
 STOCK_SERVICE = "stock service"
-# Times a flag the stock service does not know is written again (shared/settings.py counts
-# them in one request's budget).
-FLAG_REWRITES = FLAG_WRITES - 1
-FLAG_WRITE_ATTEMPTS = 10  # within FLAG_WRITE_SECONDS: a Redis restart or failover ridden out
+
+
+class OrdersBusy(LockTimeout):
+    """The order waited in its process's queue past its patience: nothing was written."""
+
+    dependency = "order service"
 
 
 class OrderFlow:
@@ -79,19 +82,19 @@ class OrderFlow:
         store: OrderStore,
         redis_client: redis.Redis,
         stock: StockClient,
-        flag_ttl: int,
+        batches: OrderBatches,
         confirm_backoff: tuple[float, ...],
         idempotency_wait: float,
+        queue_patience: float,
         sleep: Callable[[float], None] = time.sleep,
-        flag_write_seconds: float = 6.0,
     ) -> None:
         self.store = store
         self.redis = redis_client
         self.stock = stock
-        self.flag_ttl = flag_ttl
-        self.flag_write_seconds = flag_write_seconds
+        self.batches = batches
         self.confirm_backoff = confirm_backoff
         self.idempotency_wait = idempotency_wait
+        self.queue_patience = queue_patience
         self.sleep = sleep
 
     def place(self, request: OrderRequest, idempotency_key: str | None) -> Placement:
@@ -101,73 +104,36 @@ class OrderFlow:
             if existing is not None:
                 return self.replay(existing, request)
         order_id = new_id()
-        try:
-            transitions.create_pending(
-                self.store,
-                order_id,
-                request.user_id,
-                request.lines,
-                idempotency_key,
-                fingerprint,
-                request.pay_within,
-            )
-        except IntegrityError:
-            # Two submits with one key raced; the unique key let exactly one insert through.
-            existing = self.store.by_idempotency_key(idempotency_key or "")
-            if existing is None:
-                raise
-            return self.replay(existing, request)
         # The flag is the order id (the article's design): both name this order in the logs.
         log_context(order_id=order_id, flag=order_id)
-        # One INFO line per order, at its end (below): each line costs about 0.1 ms of CPU
-        # under load (the record, the request-context filter, the handler's lock and write).
-        log.debug("order created for %s: %d goods ids", request.user_id, len(request.lines))
-        if not self.write_flag(order_id):
-            # No flag, so no stock call: nothing can be deducted for this order.
-            return self.finish(order_id, FAILED, REDIS_UNAVAILABLE, unavailable="redis")
-        answer = self.call_stock(order_id, request.lines)
-        log.debug("stock service answered %s after %d attempts", answer.outcome, answer.attempts)
-        if answer.outcome == REJECTED_BY_STOCK:
-            raise self.undo_rejected(order_id, answer)
-        if answer.outcome == Outcome.INSUFFICIENT:
-            return self.finish(order_id, FAILED, INSUFFICIENT_STOCK, shortfalls=_shortfalls(answer))
-        if answer.outcome == Outcome.VOIDED:
-            return self.finish(order_id, FAILED, VOIDED, "the flag was voided before this call")
-        if answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
-            return self.finish(order_id, FAILED, VOIDED, "cancelled while it was placed")
-        if answer.outcome == Outcome.DEDUCTED and _committed_lines(answer) == request.lines:
-            return self.confirm(order_id, request)
+        new = NewOrder(
+            order_id,
+            request.user_id,
+            request.lines,
+            idempotency_key,
+            fingerprint,
+            request.pay_within,
+        )
+        try:
+            result = self.batches.submit(new, request, self.queue_patience)
+        except LockTimeout as exc:  # queued past its patience: nothing was written
+            raise OrdersBusy(str(exc)) from exc
+        if isinstance(result, KeyTaken):
+            # Two submits with one key raced, or the key was cancelled before: the unique key
+            # let exactly one row through.
+            existing = self.store.by_idempotency_key(idempotency_key or "")
+            if existing is None:
+                raise LookupError(f"Idempotency-Key {idempotency_key}: taken, yet no order")
+            return self.replay(existing, request)
+        if isinstance(result, Placed):
+            shortfalls = list(result.shortfalls)
+            return Placement(result.order, unavailable=result.unavailable, shortfalls=shortfalls)
+        if isinstance(result, Rejected):
+            raise self.undo_rejected(order_id, result.answer)
         flows = self.poll_flows(order_id)
         if flows:
             return self.confirm(order_id, request)
-        return self.settle_unknown(order_id, request, answer)
-
-    def write_flag(self, order_id: str) -> bool:
-        """The operation flag: lets the stock service tell a live operation from a retry of a
-        decided one. Tried again for a few seconds (a SET is idempotent): a Redis restarting
-        or failing over would otherwise fail every order placed meanwhile, with the stock on
-        the shelf. False when Redis stays down."""
-        budget = RetryBudget(FLAG_WRITE_ATTEMPTS, self.flag_write_seconds, 0.1, 1.0, self.sleep)
-        while budget.next_attempt():
-            try:
-                self.redis.set(order_id, "orderId", ex=self.flag_ttl)
-                return True
-            except redis.RedisError as exc:
-                log.warning("redis unavailable writing flag %s: %s", order_id, exc)
-        return False
-
-    def call_stock(self, order_id: str, lines: dict[str, int]) -> StockAnswer:
-        """reduceStock with the same flag throughout; a flag the stock service does not know
-        (Redis lost it) is written again and the call made again."""
-        answer = self.stock.reduce_stock(order_id, lines)
-        for _ in range(FLAG_REWRITES):
-            if answer.outcome != Outcome.UNKNOWN_FLAG or not self.write_flag(order_id):
-                break
-            log.warning("the stock service does not know flag %s: written again", order_id)
-            attempts = answer.attempts
-            answer = self.stock.reduce_stock(order_id, lines)
-            answer.attempts += attempts
-        return answer
+        return self.settle_unknown(order_id, request, result.answer)
 
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
         """Read the flows at once, then again after each delay of the schedule (the article's
@@ -264,18 +230,3 @@ class OrderFlow:
             order = self.store.get(existing.id)
         found = order or existing
         return Placement(found.state, replayed=True)
-
-
-def _committed_lines(answer: StockAnswer) -> dict[str, int] | None:
-    """The lines of the flow rows a `deducted` answer says its commit wrote, if it carries
-    them."""
-    flows = answer.body.get("flows") if isinstance(answer.body, dict) else None
-    if not isinstance(flows, list) or not flows:
-        return None
-    return {str(f["goodsId"]): int(f["num"]) for f in flows}
-
-
-def _shortfalls(answer: StockAnswer) -> list[Any]:
-    if isinstance(answer.body, dict):
-        return list(answer.body.get("shortfalls", []))
-    return []

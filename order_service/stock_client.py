@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from shared.contract import Outcome
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
 from shared.retry import RetryBudget
@@ -34,6 +35,10 @@ UNKNOWN = "unknown"  # no answer that says what happened
 REJECTED = "rejected"  # the request itself was refused (400/404/422): nothing done
 KEEPALIVE_SECONDS = 2.0  # below gunicorn's keep-alive (inventory/local/gunicorn.py: 5 s)
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+
+
+def _nothing() -> None:
+    pass
 
 
 @dataclass
@@ -96,7 +101,11 @@ class StockClient:
         self.backoff = backoff
         self.sleep = sleep
 
-    def reduce_stock(self, flag: str, lines: dict[str, int]) -> StockAnswer:
+    def reduce_stock(
+        self, flag: str, lines: dict[str, int], before_retry: Callable[[], None] = _nothing
+    ) -> StockAnswer:
+        """`before_retry`: called before each attempt after the first (a batch lets the next
+        one start instead of holding it up while this call is in trouble)."""
         body = [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())]
         budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
         if self.sleep is not None:
@@ -106,6 +115,7 @@ class StockClient:
             answer.attempts = budget.used
             if budget.used > 1:
                 STOCK_CALL_RETRIES.inc()
+                before_retry()
             client = self.http if budget.used == 1 else self.fresh
             try:
                 response = client.put(
@@ -130,6 +140,62 @@ class StockClient:
                 answer.outcome = REJECTED
             return answer
         return answer
+
+    def reduce_many(
+        self, wanted: dict[str, dict[str, int]], before_retry: Callable[[], None] = _nothing
+    ) -> dict[str, StockAnswer]:
+        """The batched PUT /reduceStock: each flag its own lines and its own answer, as
+        reduce_stock would give it alone. Retried as reduce_stock is, with the same flags,
+        for the flags whose outcome is still unknown (no answer, a 5xx, or `unavailable`)."""
+        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
+        if self.sleep is not None:
+            budget.sleep = self.sleep
+        answers = {flag: StockAnswer(UNKNOWN) for flag in wanted}
+        pending = list(wanted)
+        while pending and budget.next_attempt():
+            if budget.used > 1:
+                STOCK_CALL_RETRIES.inc()
+                before_retry()
+            client = self.http if budget.used == 1 else self.fresh
+            body = {
+                "flags": [
+                    {
+                        "flag": flag,
+                        "lines": [
+                            {"goodsId": g, "goodsNum": n} for g, n in sorted(wanted[flag].items())
+                        ],
+                    }
+                    for flag in pending
+                ]
+            }
+            for flag in pending:
+                answers[flag].attempts = budget.used
+            try:
+                response = client.put("/reduceStock", json=body, headers=request_id_headers())
+            except httpx.TransportError as exc:
+                error = f"{type(exc).__name__} calling the stock service"
+                log.warning(
+                    "reduceStock of %d flags, attempt %d: %s", len(pending), budget.used, error
+                )
+                for flag in pending:
+                    answers[flag].error = error
+                continue
+            if response.status_code != 200:
+                error = _error_text(_json_or_text(response), response.status_code)
+                log.warning(
+                    "reduceStock of %d flags, attempt %d: %s", len(pending), budget.used, error
+                )
+                for flag in pending:
+                    answers[flag].error = error
+                    if response.status_code not in RETRYABLE_STATUS:
+                        answers[flag].outcome, answers[flag].status = REJECTED, response.status_code
+                if response.status_code not in RETRYABLE_STATUS:
+                    return answers
+                continue
+            for result in response.json()["results"]:
+                _take(answers[result["flag"]], result)
+            pending = [flag for flag in pending if answers[flag].outcome == UNKNOWN]
+        return answers
 
     def void(self, flag: str) -> StockDecision | None:
         """Settle the flag: voided, or deducted (with its flows); None when the stock service
@@ -186,6 +252,22 @@ class StockClient:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _take(answer: StockAnswer, result: dict[str, Any]) -> None:
+    """One flag's result of a batched call, as the single route's answer would have it."""
+    outcome = result["outcome"]
+    if outcome == Outcome.UNAVAILABLE:  # its 503: unknown, asked again
+        answer.error = f"HTTP 503: {result.get('error')}"
+        return
+    answer.error = None
+    answer.body = result
+    if outcome == Outcome.UNKNOWN_GOODS:  # its 404
+        answer.outcome, answer.status = REJECTED, 404
+        answer.body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
+        return
+    answer.outcome = str(outcome)
+    answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409
 
 
 def _json_or_text(response: httpx.Response) -> Any:

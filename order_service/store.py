@@ -56,6 +56,26 @@ FINISH = (
 READ_STATE = select(
     orders.c.status, orders.c.reason, orders.c.pay_deadline, orders.c.paid_at
 ).where(orders.c.id == bindparam("order_id"))
+# A batch's finishes: one compare-and-set from PENDING for every order going to the same
+# (status, reason, deadline), and its states read back in one query when one did not move.
+FINISH_GROUP = (
+    update(orders)
+    .where(orders.c.id.in_(bindparam("ids", expanding=True)), orders.c.status == PENDING)
+    .values(
+        status=bindparam("status"),
+        reason=bindparam("reason"),
+        updated_at=bindparam("at"),
+        pay_deadline=bindparam("deadline"),
+    )
+)
+READ_STATES = select(
+    orders.c.id, orders.c.status, orders.c.reason, orders.c.pay_deadline, orders.c.paid_at
+).where(orders.c.id.in_(bindparam("ids", expanding=True)))
+RECORD_SHORTFALL = (
+    update(order_details)
+    .where(order_details.c.order_id == bindparam("o"), order_details.c.goods_id == bindparam("g"))
+    .values(available=bindparam("a"), seed_version=bindparam("v"))
+)
 
 
 class OrderWrite:
@@ -69,18 +89,20 @@ class OrderWrite:
 
     def add(self, order: dict[str, Any], lines: dict[str, int]) -> None:
         """An order row and its details (a repeated idempotency key: IntegrityError)."""
-        self.conn.execute(
-            INSERT_ORDER, {**order, "created_at": self.stamp, "updated_at": self.stamp}
-        )
-        if not lines:  # a tombstone: a key cancelled before its order
-            return
-        self.conn.execute(
-            INSERT_DETAILS,
-            [
-                {"id": new_id(), "order_id": order["id"], "goods_id": g, "goods_num": n}
-                for g, n in sorted(lines.items())
-            ],
-        )
+        self.add_many([(order, lines)])
+
+    def add_many(self, placed: list[tuple[dict[str, Any], dict[str, int]]]) -> None:
+        """Order rows and their details, two statements for all (a repeated idempotency key:
+        IntegrityError, nothing of them written once the transaction rolls back)."""
+        at = {"created_at": self.stamp, "updated_at": self.stamp}
+        self.conn.execute(INSERT_ORDER, [{**order, **at} for order, _ in placed])
+        details = [
+            {"id": new_id(), "order_id": order["id"], "goods_id": g, "goods_num": n}
+            for order, lines in placed
+            for g, n in sorted(lines.items())
+        ]
+        if details:  # none for a tombstone: a key cancelled before its order
+            self.conn.execute(INSERT_DETAILS, details)
 
     def finish_pending(
         self, order_id: str, status: str, reason: str | None, hold_for: int | None = None
@@ -102,11 +124,37 @@ class OrderWrite:
 
     def record_shortfall(self, order_id: str, goods_id: Any, available: Any, seed: Any) -> None:
         """What the stock service said was available of a line it refused."""
-        self.conn.execute(
-            update(order_details)
-            .where(order_details.c.order_id == order_id, order_details.c.goods_id == goods_id)
-            .values(available=_int_or_none(available), seed_version=_int_or_none(seed))
-        )
+        self.record_shortfalls([(order_id, goods_id, available, seed)])
+
+    def record_shortfalls(self, rows: list[tuple[str, Any, Any, Any]]) -> None:
+        """(order id, goods id, available, seed version) of lines refused, in one statement."""
+        if rows:
+            self.conn.execute(
+                RECORD_SHORTFALL,
+                [
+                    {"o": o, "g": g, "a": _int_or_none(a), "v": _int_or_none(v)}
+                    for o, g, a, v in rows
+                ],
+            )
+
+    def finish_group(
+        self, ids: list[str], status: str, reason: str | None, hold_for: int | None
+    ) -> int:
+        """PENDING -> `status` for each of `ids` (a compare-and-set each); how many moved."""
+        params = {
+            "ids": ids,
+            "status": status,
+            "reason": reason,
+            "at": self.stamp,
+            "deadline": self.deadline(hold_for),
+        }
+        return int(self.conn.execute(FINISH_GROUP, params).rowcount)
+
+    def states(self, ids: list[str]) -> dict[str, OrderState]:
+        return {
+            r.id: OrderState(r.id, r.status, r.reason, r.pay_deadline, r.paid_at)
+            for r in self.conn.execute(READ_STATES, {"ids": ids})
+        }
 
     def compare_and_set(
         self,

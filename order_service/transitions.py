@@ -26,6 +26,7 @@ from order_service.model import (
     CANCELLED,
     CANCELLED_BEFORE_PLACED,
     CONFIRMED,
+    FAILED,
     PENDING,
     OrderState,
 )
@@ -45,6 +46,32 @@ class Fence:
     token: int
 
 
+@dataclass(frozen=True)
+class NewOrder:
+    """An order about to be written PENDING: its id (also its flag), its buyer and lines, its
+    Idempotency-Key and the request's fingerprint, and a hold's seconds to pay in."""
+
+    order_id: str
+    user_id: str
+    lines: dict[str, int]
+    idempotency_key: str | None = None
+    request_hash: str | None = None
+    pay_within: int | None = None
+
+    def row(self) -> dict[str, Any]:
+        return {
+            "id": self.order_id,
+            "user_id": self.user_id,
+            "status": PENDING,
+            "reason": None,
+            "idempotency_key": self.idempotency_key,
+            "request_hash": self.request_hash,
+            "pay_within": self.pay_within,
+            "pay_deadline": None,
+            "paid_at": None,
+        }
+
+
 def create_pending(
     store: OrderStore,
     order_id: str,
@@ -57,21 +84,17 @@ def create_pending(
     """The order and its details, PENDING; with `pay_within`, a hold whose seconds to pay in
     start once its deduction is confirmed. A repeated idempotency key raises IntegrityError,
     nothing written."""
+    create_pending_many(
+        store,
+        [NewOrder(order_id, user_id, lines, idempotency_key, request_hash, pay_within)],
+    )
+
+
+def create_pending_many(store: OrderStore, new: list[NewOrder]) -> None:
+    """A batch's orders, PENDING, in one transaction: all of them, or (a repeated idempotency
+    key: IntegrityError) none."""
     with store.writing() as write:
-        write.add(
-            {
-                "id": order_id,
-                "user_id": user_id,
-                "status": PENDING,
-                "reason": None,
-                "idempotency_key": idempotency_key,
-                "request_hash": request_hash,
-                "pay_within": pay_within,
-                "pay_deadline": None,
-                "paid_at": None,
-            },
-            lines,
-        )
+        write.add_many([(order.row(), order.lines) for order in new])
 
 
 def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderState:
@@ -118,6 +141,48 @@ def finish(
                 order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
             )
     return OrderState(order_id, status, reason, write.deadline(hold_for))
+
+
+@dataclass(frozen=True)
+class Finish:
+    """One order of a batch to its outcome (see `finish`)."""
+
+    order_id: str
+    status: str
+    reason: str | None = None
+    shortfalls: tuple[dict[str, Any], ...] = ()
+    hold_for: int | None = None
+
+
+def finish_many(store: OrderStore, finishes: list[Finish]) -> dict[str, OrderState]:
+    """A batch's orders to their outcomes in one transaction: one compare-and-set from
+    PENDING per (status, reason, deadline) shared by several, the shortfalls of the refused
+    lines in one statement. Each order's state after, as `finish` gives it: the one written,
+    or the one found when the order had moved on (a cancel, the reconciler)."""
+    groups: dict[tuple[str, str | None, int | None], list[Finish]] = {}
+    for f in finishes:
+        hold_for = f.hold_for if f.status == AWAITING_PAYMENT else None
+        groups.setdefault((f.status, f.reason and f.reason[:200], hold_for), []).append(f)
+    written: dict[str, OrderState] = {}
+    with store.writing() as write:
+        for (status, reason, hold_for), group in groups.items():
+            ids = [f.order_id for f in group]
+            moved = write.finish_group(ids, status, reason, hold_for)
+            deadline = write.deadline(hold_for)
+            states = {i: OrderState(i, status, reason, deadline) for i in ids}
+            if moved != len(ids):  # some moved on before: what they became, and which are ours
+                states = write.states(ids)
+            written.update(states)
+        write.record_shortfalls(
+            [
+                (f.order_id, s.get("goodsId"), s.get("available"), s.get("seedVersion"))
+                for f in finishes
+                for s in f.shortfalls
+                if written[f.order_id].status == f.status == FAILED
+                and written[f.order_id].reason == (f.reason and f.reason[:200])
+            ]
+        )
+    return written
 
 
 def move(

@@ -206,6 +206,24 @@ class BatchHandle(Generic[Item, Result]):
         """For a batch run without a combiner (one request, no lane)."""
         return cls(None, None, None, [_Pending(item, deadline)])
 
+    @classmethod
+    def group(cls, items: Sequence[Item], deadlines: Sequence[float]) -> BatchHandle[Item, Result]:
+        """For a batch that arrived whole (a batched request): its members, no lane; what
+        `run_batch` hands on is carried on in the caller's thread (carry_on)."""
+        return cls(
+            None, None, None, [_Pending(i, d) for i, d in zip(items, deadlines, strict=True)]
+        )
+
+    def outcomes(self, results: Sequence[Result | BaseException]) -> list[Result | BaseException]:
+        """Each member's result: the one it was answered early with, else the batch's."""
+        out: list[Result | BaseException] = []
+        for member, result in zip(self._members, results, strict=True):
+            if member.state == DONE:
+                out.append(member.error if member.error is not None else member.result)  # type: ignore[arg-type]
+            else:
+                out.append(result)
+        return out
+
     @property
     def deadlines(self) -> list[float]:
         """Each member's deadline (time.monotonic()), in the order of the batch's items."""

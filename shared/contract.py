@@ -3,6 +3,7 @@ ends, what the stock database decided for a flag, and how one maps to the other.
 and the reconciler read these names; nothing else spells them.
 
     PUT /reduceStock/{flag}   answers an Outcome (`outcome` of the body)
+    PUT /reduceStock          many flags at once (the order service's batch): one Outcome each
     PUT /voidFlag/{flag}      answers the flag's Decided (voided now, or what it was before)
     PUT /returnStock/{flag}   answers Outcome.RETURNED or Outcome.VOIDED
 
@@ -29,6 +30,11 @@ class Outcome(enum.StrEnum):
     # Answered at the pre-filter only: the flag is neither live in Redis nor decided in the
     # stock database (Redis lost it). Nothing was done; the order service may write it again.
     UNKNOWN_FLAG = "unknown_flag"
+    # The batched PUT /reduceStock only, per flag, where the single route answers an HTTP
+    # status instead: goods ids with no stock row (404), a dependency down or the lock not had
+    # in time (503). Nothing was written for that flag.
+    UNKNOWN_GOODS = "unknown_goods"
+    UNAVAILABLE = "unavailable"
 
 
 class Decided(enum.StrEnum):
@@ -47,6 +53,9 @@ AS_DEDUCTION: dict[Decided, Outcome] = {
     Decided.VOIDED: Outcome.VOIDED,
     Decided.RETURNED: Outcome.CANCELLED,
 }
+
+# Flags in one batched reduceStock (the order service sends ORDER_BATCH_MAX at most).
+MAX_BATCH_FLAGS = 64
 
 # Decisions that say nothing was deducted, and nothing ever will be.
 NOTHING_DEDUCTED = frozenset({Decided.REFUSED, Decided.VOIDED})

@@ -11,15 +11,17 @@ from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
 from shared.contract import Decided
+from shared.errors import DependencyUnavailable
 from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, Unavailable, merge_lines
+from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable, merge_lines
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (
+    BatchDeduction,
     Deduction,
     FlagPath,
     Flows,
@@ -35,7 +37,7 @@ from stock_service.schemas import (
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
-SERVICE_ROUTES = ("/reduceStock/", "/voidFlag/", "/returnStock/", "/stockFlow/")
+SERVICE_ROUTES = ("/reduceStock", "/voidFlag/", "/returnStock/", "/stockFlow/")
 NOT_DEDUCTED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
 
 
@@ -64,6 +66,25 @@ def shortfalls_json(result: Any) -> list[dict[str, Any]]:
         }
         for s in result.shortfalls
     ]
+
+
+def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
+    """One flag's result in a batched answer (what the single route's body would say)."""
+    if isinstance(result, DependencyUnavailable):
+        DEDUCTIONS.labels(Outcome.UNAVAILABLE.value).inc()
+        return {
+            "flag": flag,
+            "outcome": Outcome.UNAVAILABLE,
+            "error": result.answer(),
+            "dependency": result.dependency,
+        }
+    DEDUCTIONS.labels(result.outcome.value).inc()
+    body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+    if result.outcome is Outcome.INSUFFICIENT:
+        body["shortfalls"] = shortfalls_json(result)
+    if result.outcome is Outcome.DEDUCTED:
+        body["flows"] = [flow_json(row) for row in result.flows]
+    return body
 
 
 def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
@@ -130,6 +151,52 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 "batchSize": result.hold.size,  # the requests served in the same lock hold
             }
         return jsonify(body), 200, timing
+
+    @bp.put("/reduceStock")
+    @bp.input(
+        models.batch,
+        example={"flags": [{"flag": "o-1", "lines": [{"goodsId": "sku-1", "goodsNum": 2}]}]},
+    )
+    @bp.doc(
+        responses=answers(
+            {
+                200: (
+                    BatchDeduction,
+                    "One result per flag, in the order sent, each what PUT /reduceStock/{flag} "
+                    "would answer for it alone (unknown_goods and unavailable in place of its "
+                    "404 and 503)",
+                ),
+                413: BODY_TOO_LARGE,
+                422: (ErrorBody, "A flag sent twice, or a line summed over MAX_QUANTITY"),
+                503: DOWN,
+            }
+        )
+    )
+    def reduce_stock_batch(json_data: Any) -> tuple[Response, int, Any]:
+        """Many flags in one call (the order service's batch of orders): each deducted once,
+        deduped and locked as if it had come alone, all served in one lock claim and one
+        commit where their locks allow."""
+        d = deps()
+        wanted = [
+            (f.flag, merge_lines(f.pairs(), d.settings.max_quantity)) for f in json_data.flags
+        ]
+        flags = [flag for flag, _ in wanted]
+        if len(set(flags)) != len(flags):
+            raise ApiError(422, "a flag is sent twice: one flag is one operation")
+        unknown = set(d.store.unknown_goods(sorted({g for _, lines in wanted for g in lines})))
+        known = [(flag, lines) for flag, lines in wanted if not unknown & lines.keys()]
+        decided = iter(d.deduction.reduce_many(known) if known else [])
+        results = []
+        for flag, lines in wanted:
+            missing = sorted(unknown & lines.keys())
+            if missing:
+                results.append(
+                    {"flag": flag, "outcome": Outcome.UNKNOWN_GOODS, "goodsIds": missing}
+                )
+                continue
+            results.append(flag_result(flag, next(decided), d.locks.name))
+        timing = {"Server-Timing": f"flags;desc={len(flags)}"}
+        return jsonify({"results": results}), 200, timing
 
     @bp.put("/voidFlag/<flag>")
     @bp.input(FlagPath, location="path")

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from shared.contract import Decided, Outcome
+from shared.contract import MAX_BATCH_FLAGS, Decided, Outcome
 from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict
 
 
@@ -20,6 +20,7 @@ class InputModels:
     lines: type[RootModel[Any]]
     level: type[Strict]
     fault: type[Strict]
+    batch: type[Strict]
 
 
 def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> InputModels:
@@ -46,7 +47,20 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
         ] = 0
         times: Annotated[int, Field(ge=1, le=1000, description="how many firings"), WHOLE] = 1
 
-    return InputModels(DeductionLines, StockLevelBody, FaultBody)
+    class FlagLines(Strict):
+        flag: Identifier
+        lines: Annotated[list[DeductionLine], Field(min_length=1, max_length=max_lines)]
+
+        def pairs(self) -> list[tuple[str, int]]:
+            return [(line.goodsId, line.goodsNum) for line in self.lines]
+
+    class BatchBody(Strict):
+        """Many flags, each its own operation: its own lines, decision and answer. A flag may
+        appear once."""
+
+        flags: Annotated[list[FlagLines], Field(min_length=1, max_length=MAX_BATCH_FLAGS)]
+
+    return InputModels(DeductionLines, StockLevelBody, FaultBody, BatchBody)
 
 
 class FlagPath(BaseModel):
@@ -89,6 +103,24 @@ class Deduction(Answer):
     flows: list[Flow] | None = Field(
         None, description="deducted: the stock-flow rows committed (as GET /stockFlow returns)"
     )
+
+
+class FlagResult(Answer):
+    flag: str
+    outcome: Outcome = Field(
+        description="as PUT /reduceStock/{flag} would answer it, and two outcomes of this "
+        "route alone: unknown_goods (goodsIds: what the single route answers 404) and "
+        "unavailable (error, dependency: what it answers 503; nothing written for this flag)"
+    )
+    flows: list[Flow] | None = None
+    shortfalls: list[Shortfall] | None = None
+    goodsIds: list[str] | None = None
+    error: str | None = None
+    dependency: str | None = None
+
+
+class BatchDeduction(Answer):
+    results: list[FlagResult] = Field(description="one per flag, in the order sent")
 
 
 class Flows(RootModel[list[Flow]]):

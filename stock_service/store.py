@@ -172,6 +172,11 @@ class StockStore:
         with transaction(self.engine, DB, read_only=True) as conn:
             return [dict(row) for row in conn.execute(READ_RETURNS, {"flag": flag}).mappings()]
 
+    def decisions(self, flags: list[str]) -> dict[str, str]:
+        """What the stock database decided for each of these flags that it decided."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            return {r.flag: str(r.outcome) for r in conn.execute(READ_DECIDED, {"flags": flags})}
+
     def decision(self, flag: str) -> str | None:
         """What the stock database decided for this flag (shared.contract.Decided), or None."""
         with transaction(self.engine, DB, read_only=True) as conn:

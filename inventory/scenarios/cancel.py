@@ -6,9 +6,11 @@ hazards are met, each narrated with the stock database's rows as evidence.
    pre-filter (a fault point); the buyer cancels meanwhile, by Idempotency-Key; the cancel
    finds no deduction and records that (the flag voided); the deduction, when it goes on, is
    refused.
-3. A hold that expires: payWithinSeconds=2, never paid; the elected reconciler cancels it and
+3. A cancel before its order: the cancel by key leaves a tombstone, and the genOrder that
+   comes later under the key is answered CANCELLED, deducting nothing.
+4. A hold that expires: payWithinSeconds=2, never paid; the elected reconciler cancels it and
    the stock comes back.
-4. Pay against expiry: holds paid right at their deadline, the reconciler expiring them at the
+5. Pay against expiry: holds paid right at their deadline, the reconciler expiring them at the
    same time; each ends paid or expired, never both.
 """
 
@@ -38,6 +40,7 @@ from inventory.scenarios.rig import (
     order_body,
     scenario_stack,
 )
+from order_service.tables import orders
 from shared.db import utcnow
 from stock_service.tables import flag_decision, stock_flow, stock_return
 
@@ -82,6 +85,7 @@ def cancel(console: Console | None = None) -> ScenarioResult:
         facts: dict[str, Any] = {}
         facts["double"] = _double_cancel(story, state, client, goods)
         facts["suspension"] = _empty_rollback_and_suspension(story, state, client, goods)
+        facts["tombstone"] = _cancel_before_the_order(story, state, client, goods)
         facts["expiry"] = _expiring_hold(story, state, client, goods)
         facts["race"] = _pay_against_expiry(story, state, client, goods)
         level = client.level(goods)
@@ -92,6 +96,7 @@ def cancel(console: Console | None = None) -> ScenarioResult:
     ok = (
         facts["double"]["returns"] == [(goods, 2)]
         and facts["suspension"]["refused"]
+        and all(facts["tombstone"].values())
         and facts["expiry"]["status"] == "CANCELLED"
         and facts["race"]["both"] == 0
         and level == 10 - paid
@@ -99,6 +104,7 @@ def cancel(console: Console | None = None) -> ScenarioResult:
     )
     verdict = (
         "one return for two cancels; an empty rollback recorded and the late deduction refused; "
+        "a cancel before its order refused the order that came later; "
         f"an unpaid hold expired and its stock back; {paid} holds paid and "
         f"{facts['race']['expired']} expired at their deadline, none both"
     )
@@ -143,10 +149,9 @@ def _empty_rollback_and_suspension(
     key = f"bob-{uuid.uuid4().hex[:8]}"
     placing = Background(lambda: StackClient(state).gen_order(order_body("bob", goods), key))
 
-    def found() -> bool:
-        return client.cancel_by_key(key).status_code != 404
-
-    wait_until(found, 10, "the order to exist")
+    # Not a cancel until the order exists: a cancel before it would leave a tombstone instead
+    # (act 3), and the genOrder would never reach the stock service.
+    wait_until(lambda: order_by_key(state, key) is not None, 10, "the order to exist")
     cancelled = client.cancel_by_key(key).json()
     order_id = cancelled["orderId"]
     story.show(f"cancel: {cancelled['status']}, {cancelled.get('reason')}")
@@ -163,10 +168,47 @@ def _empty_rollback_and_suspension(
     return {"refused": refused, **rows}
 
 
+def _cancel_before_the_order(
+    story: Story, state: stack_state.StackState, client: StackClient, goods: str
+) -> dict[str, Any]:
+    story.step(
+        "Act 3, a cancel before its order: the buyer's page timed out before the genOrder "
+        "reached the order service, and the buyer cancels by its Idempotency-Key first."
+    )
+    key = f"erin-{uuid.uuid4().hex[:8]}"
+    before = client.level(goods)
+    cancelled = client.cancel_by_key(key)
+    story.show(
+        f"cancel: HTTP {cancelled.status_code} {cancelled.json()['status']}, "
+        f"{cancelled.json().get('reason')} (a tombstone under the key)"
+    )
+    late = client.gen_order(order_body("erin", goods), key)
+    story.show(f"the genOrder that comes later: HTTP {late.status_code} {late.json()['status']}")
+    after = client.level(goods)
+    story.show(f"{goods} = {after}: nothing was deducted")
+    return {
+        "cancelled": cancelled.status_code == 200,
+        "refused": late.status_code == 409 and late.json()["status"] == "CANCELLED",
+        "untouched": before == after,
+    }
+
+
+def order_by_key(state: stack_state.StackState, key: str) -> str | None:
+    """The order placed under an Idempotency-Key, read from the order database."""
+    engine = sa.create_engine(state.order_database_url)
+    try:
+        with engine.connect() as conn:
+            return conn.execute(
+                sa.select(orders.c.id).where(orders.c.idempotency_key == key)
+            ).scalar_one_or_none()
+    finally:
+        engine.dispose()
+
+
 def _expiring_hold(
     story: Story, state: stack_state.StackState, client: StackClient, goods: str
 ) -> dict[str, Any]:
-    story.step("Act 3, a hold that expires: payWithinSeconds=2, never paid.")
+    story.step("Act 4, a hold that expires: payWithinSeconds=2, never paid.")
     held = client.gen_order({**order_body("carol", goods), "payWithinSeconds": 2}).json()
     order_id = held["orderId"]
     story.show(
@@ -193,7 +235,7 @@ def _pay_against_expiry(
     story: Story, state: stack_state.StackState, client: StackClient, goods: str
 ) -> dict[str, int]:
     story.step(
-        "Act 4, pay against expiry: five holds of 2 s, paid from 100 ms before their deadline "
+        "Act 5, pay against expiry: five holds of 2 s, paid from 100 ms before their deadline "
         "to 100 ms after it, while the reconciler expires them; the row's compare-and-set "
         "lets exactly one of the two win."
     )

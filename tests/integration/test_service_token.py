@@ -33,6 +33,7 @@ def test_a_caller_without_the_token_cannot_deduct_void_return_or_read_flows(
     body = [{"goodsId": goods, "goodsNum": 2}]
     for method, path, kwargs in (
         ("put", f"/reduceStock/{flag}", {"json": body}),
+        ("put", "/reduceStock", {"json": {"flags": [{"flag": flag, "lines": body}]}}),
         ("put", f"/voidFlag/{flag}", {}),
         ("put", f"/returnStock/{flag}", {}),
         ("get", f"/stockFlow/{flag}", {}),

@@ -1,0 +1,275 @@
+"""POST /genOrder's steps for a batch of orders. The orders of one process that arrive while a
+batch is in flight form the next (shared/combining.py: no timer, a lone order goes at once),
+and one of their request threads runs the article's steps for all of them:
+
+    create the orders PENDING (one transaction) -> write their flags (one Redis pipeline) ->
+    deduct (one stock call carrying every flag: PUT /reduceStock; a lone order takes the
+    article's PUT /reduceStock/{flag}) -> finish (one transaction of compare-and-sets)
+
+Each order keeps every step and guarantee of its own: its PENDING row committed before its
+flag is written, its own flag, its own lines, decision and rows under the lock, its answer made
+from its row as the finish left it. What the batch shares is the cost: a commit, a round trip,
+an HTTP request, a lock hold. An order whose outcome the batch could not learn (no answer, a
+`duplicate` without rows) is handed back to its own request's thread, which polls the stock
+flow and voids as a lone order would (order_service/flow.py): the slow path never holds up a
+batch, nor the next one.
+
+A batch's orders are written only once the batch runs: a request that waits in the queue past
+its patience is answered 503 with nothing written, so an order's age (what the reconciler's
+rule counts) starts with its own batch.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+
+import redis
+from sqlalchemy.exc import IntegrityError
+
+from order_service import transitions
+from order_service.model import (
+    FAILED,
+    INSUFFICIENT_STOCK,
+    REDIS_UNAVAILABLE,
+    VOIDED,
+    OrderRequest,
+    OrderState,
+)
+from order_service.stock_client import StockAnswer, StockClient
+from order_service.store import OrderStore
+from order_service.transitions import Finish, NewOrder
+from shared.combining import BatchHandle, Combiner
+from shared.contract import Outcome
+from shared.metrics import ORDERS
+from shared.retry import RetryBudget
+from shared.settings import FLAG_WRITES
+
+log = logging.getLogger(__name__)
+LANE = "orders"  # one lane per process: a batch takes whatever queued behind the one before
+FLAG_WRITE_ATTEMPTS = 10  # within FLAG_WRITE_SECONDS: a Redis restart or failover ridden out
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Written to its outcome by the batch (or found moved on: a cancel, the reconciler)."""
+
+    order: OrderState
+    code: str | None = None  # the reason's code of a FAILED order, for the metrics
+    unavailable: str | None = None  # the dependency whose failure decided the outcome
+    shortfalls: tuple[dict[str, object], ...] = ()
+
+
+@dataclass(frozen=True)
+class Unclear:
+    """PENDING, its outcome not learned: its own thread polls the flow, then voids."""
+
+    answer: StockAnswer
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """The stock service refused the request itself (unknown goods)."""
+
+    answer: StockAnswer
+
+
+@dataclass(frozen=True)
+class KeyTaken:
+    """Its Idempotency-Key holds another order (a concurrent submit, or a cancel before it)."""
+
+
+BatchResult = Placed | Unclear | Rejected | KeyTaken
+Item = tuple[NewOrder, OrderRequest]
+
+
+class OrderBatches:
+    def __init__(
+        self,
+        store: OrderStore,
+        redis_client: redis.Redis,
+        stock: StockClient,
+        flag_ttl: int,
+        flag_write_seconds: float,
+        batch_max: int,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.store = store
+        self.redis = redis_client
+        self.stock = stock
+        self.flag_ttl = flag_ttl
+        self.flag_write_seconds = flag_write_seconds
+        self.sleep = sleep
+        self.combiner: Combiner[Item, BatchResult] = Combiner(self.run_batch, batch_max)
+
+    def submit(self, order: NewOrder, request: OrderRequest, patience: float) -> BatchResult:
+        """Place one order in the next batch; LockTimeout (nothing written) if it queued for
+        longer than `patience` seconds."""
+        return self.combiner.submit(LANE, (order, request), patience)
+
+    def run_batch(
+        self, _key: Hashable, items: Sequence[Item], handle: BatchHandle[Item, BatchResult]
+    ) -> list[BatchResult]:
+        """One batch. In trouble (a flag write or a stock call to try again), it lets the
+        lane's next batch start (handle.detach) rather than hold its orders up: batches run
+        one at a time while all goes well, side by side while a dependency is slow."""
+        orders = [order for order, _ in items]
+        created, taken = self.create(orders)
+        results: dict[str, BatchResult] = {o.order_id: KeyTaken() for o in taken}
+        if created:
+            requests = {order.order_id: request for order, request in items}
+            results.update(self.place(created, requests, handle.detach))
+        return [results[order.order_id] for order in orders]
+
+    def create(self, orders: list[NewOrder]) -> tuple[list[NewOrder], list[NewOrder]]:
+        """Step 3: the orders PENDING, in one transaction. A repeated Idempotency-Key fails
+        it whole: then each is written alone, and those whose key is taken are set aside."""
+        try:
+            transitions.create_pending_many(self.store, orders)
+            return orders, []
+        except IntegrityError:
+            if len(orders) == 1 and orders[0].idempotency_key:
+                return [], orders  # two submits with one key raced; the unique key chose
+            if len(orders) == 1:
+                raise
+        created, taken = [], []
+        for order in orders:
+            try:
+                transitions.create_pending_many(self.store, [order])
+                created.append(order)
+            except IntegrityError:
+                if not order.idempotency_key:
+                    raise
+                taken.append(order)
+        return created, taken
+
+    def place(
+        self,
+        orders: list[NewOrder],
+        requests: dict[str, OrderRequest],
+        in_trouble: Callable[[], None] = lambda: None,
+    ) -> dict[str, BatchResult]:
+        """Steps 4-7 for orders written PENDING: their flags, the stock call, the finish."""
+        ids = [order.order_id for order in orders]
+        if not self.write_flags(ids, in_trouble):  # no flag, no stock call: nothing deducted
+            return self.finish(
+                [Finish(i, FAILED, REDIS_UNAVAILABLE) for i in ids], unavailable="redis"
+            )
+        wanted = {order.order_id: order.lines for order in orders}
+        answers = self.call_stock(wanted, in_trouble)
+        finishes: list[Finish] = []
+        results: dict[str, BatchResult] = {}
+        for order in orders:
+            answer = answers[order.order_id]
+            request = requests[order.order_id]
+            if answer.outcome == Outcome.INSUFFICIENT:
+                shortfalls = tuple(_shortfalls(answer))
+                finishes.append(Finish(order.order_id, FAILED, INSUFFICIENT_STOCK, shortfalls))
+            elif answer.outcome == Outcome.VOIDED:
+                why = f"{VOIDED}: the flag was voided before this call"
+                finishes.append(Finish(order.order_id, FAILED, why))
+            elif answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
+                finishes.append(Finish(order.order_id, FAILED, f"{VOIDED}: cancelled meanwhile"))
+            elif answer.outcome == Outcome.DEDUCTED and committed_lines(answer) == order.lines:
+                confirmed = Finish(order.order_id, request.confirmed, hold_for=request.pay_within)
+                finishes.append(confirmed)
+            elif answer.outcome == "rejected":
+                results[order.order_id] = Rejected(answer)
+            else:
+                results[order.order_id] = Unclear(answer)
+        results.update(self.finish(finishes))
+        return results
+
+    def write_flags(
+        self, order_ids: list[str], in_trouble: Callable[[], None] = lambda: None
+    ) -> bool:
+        """Step 4, the operation flags: let the stock service tell a live operation from a
+        retry of a decided one. One pipeline for the batch, tried again for a few seconds (a
+        SET is idempotent): a Redis restarting or failing over would otherwise fail every
+        order placed meanwhile, with the stock on the shelf. False when Redis stays down."""
+        budget = RetryBudget(FLAG_WRITE_ATTEMPTS, self.flag_write_seconds, 0.1, 1.0, self.sleep)
+        while budget.next_attempt():
+            if budget.used > 1:
+                in_trouble()
+            try:
+                pipe = self.redis.pipeline(transaction=False)
+                for order_id in order_ids:
+                    pipe.set(order_id, "orderId", ex=self.flag_ttl)
+                pipe.execute()
+                return True
+            except redis.RedisError as exc:
+                log.warning("redis unavailable writing %d flags: %s", len(order_ids), exc)
+        return False
+
+    def call_stock(
+        self, wanted: dict[str, dict[str, int]], in_trouble: Callable[[], None] = lambda: None
+    ) -> dict[str, StockAnswer]:
+        """Step 5, reduceStock with the same flags throughout (retries included); a flag the
+        stock service does not know (Redis lost it) is written again and asked again, once."""
+        answers = self._reduce(wanted, in_trouble)
+        for _ in range(FLAG_WRITES - 1):
+            lost = [f for f, a in answers.items() if a.outcome == Outcome.UNKNOWN_FLAG]
+            if not lost:
+                break
+            in_trouble()
+            if not self.write_flags(lost):
+                break
+            log.warning("the stock service does not know %d flags: written again", len(lost))
+            again = self._reduce({flag: wanted[flag] for flag in lost}, in_trouble)
+            for flag, answer in again.items():
+                answer.attempts += answers[flag].attempts
+                answers[flag] = answer
+        return answers
+
+    def _reduce(
+        self, wanted: dict[str, dict[str, int]], in_trouble: Callable[[], None]
+    ) -> dict[str, StockAnswer]:
+        if len(wanted) == 1:  # a lone order: the article's route
+            [(flag, lines)] = wanted.items()
+            return {flag: self.stock.reduce_stock(flag, lines, in_trouble)}
+        return self.stock.reduce_many(wanted, in_trouble)
+
+    def finish(
+        self, finishes: list[Finish], unavailable: str | None = None
+    ) -> dict[str, BatchResult]:
+        """Step 7 for the orders whose outcome is known: one transaction; each answered from
+        its row as it ended."""
+        if not finishes:
+            return {}
+        states = transitions.finish_many(self.store, finishes)
+        results: dict[str, BatchResult] = {}
+        ended: Counter[str] = Counter()
+        for f in finishes:
+            state = states[f.order_id]
+            code = (f.reason or "").split(":")[0] or None
+            if state.status == f.status:
+                ORDERS.labels(f.status, code or "none").inc()
+                ended[f.status] += 1
+                results[f.order_id] = Placed(state, code, unavailable, f.shortfalls)
+            else:  # settled or cancelled meanwhile: the row says what it became
+                results[f.order_id] = Placed(state)
+        log.info(
+            "batch of %d orders: %s; %s",
+            len(finishes),
+            dict(ended),
+            " ".join(f.order_id for f in finishes),
+        )
+        return results
+
+
+def committed_lines(answer: StockAnswer) -> dict[str, int] | None:
+    """The lines of the flow rows a `deducted` answer says its commit wrote, if it carries
+    them."""
+    flows = answer.body.get("flows") if isinstance(answer.body, dict) else None
+    if not isinstance(flows, list) or not flows:
+        return None
+    return {str(f["goodsId"]): int(f["num"]) for f in flows}
+
+
+def _shortfalls(answer: StockAnswer) -> list[dict[str, object]]:
+    if isinstance(answer.body, dict):
+        return list(answer.body.get("shortfalls") or [])
+    return []
