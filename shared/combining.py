@@ -1,30 +1,18 @@
-"""Flat combining: the requests of one process that wait for the same lock are served together,
-in one lock hold, by one of their own threads.
+"""Flat combining: requests of one process that arrive while a batch of their lane is in
+flight are served together, as the next batch, by one of their own threads.
 
     combiner = Combiner(run_batch, batch_max=32)
     result = combiner.submit(key, item, timeout)   # from any number of threads
 
-Requests with the same `key` share a lane (the stock service uses one lane per process, whatever
-the goods: stock_service/deduction.py's LANE). The first request to find its lane idle becomes the
-lane's leader: it takes itself and whatever else queued behind it (up to `batch_max`, in arrival
-order), calls `run_batch(key, items, handle)` once, hands each request its own result, and
-passes the lead to the next request in the queue, if any. Nobody waits to fill a batch: a lone
-request runs at once, and whatever queued during a hold is the next batch. A leader serves one
-batch and returns, so no thread is kept working for others indefinitely.
-
-Deadlines: every request keeps its own (`handle.deadlines`, time.monotonic() values, in the
-order of the items); a batch must not make a request wait past it, nor cut a fresh request's
-wait to an older one's. A request still queued when its time runs out leaves the queue with
-LockTimeout; one taken into a batch is answered by that batch.
-
-Answers: `handle.answer(i, result)` answers one request as soon as its outcome is committed
-(a batch split in two answers its first part before the rest has its locks); the rest are
-answered with the results `run_batch` returns. If `run_batch` raises, every request not yet
-answered gets the exception (the failure is the hold's, not one request's); a result may also
-be an exception of its own, raised to that request's caller alone.
-
-Why not a library: flat combining (Hendler, Incze, Shavit, Tarjan, 2010) is a pattern, not a
-package; concurrent.futures has no notion of "serve everything queued behind me in one call".
+The first request to find its lane idle leads: it takes whatever queued behind it (up to
+`batch_max`, in arrival order), calls `run_batch(key, items, handle)` once, hands each request
+its own result, and passes the lead on. Nobody waits to fill a batch. Every request keeps its
+own deadline (a request still queued when it passes leaves with LockTimeout); `handle.answer`
+answers one early; if `run_batch` raises, every request not yet answered gets the exception.
+The stock service combines deductions waiting for a lock (one hold, one commit); the order
+service combines orders (one transaction, one pipeline, one stock call). docs/combining.md
+tells why and what it gains. Why not a library: flat combining (Hendler, Incze, Shavit,
+Tarjan, 2010) is a pattern; concurrent.futures has no "serve everything queued behind me".
 """
 
 from __future__ import annotations
@@ -66,10 +54,9 @@ class _Lane:
         self.busy = False  # a leader is running a batch of this lane
 
 
-# run_batch(key, items, handle): one result per item, in order, then one per item that
-# joined through handle.take(); an item's result may be an exception, raised to that item's
-# caller alone. handle.detach() lets the lane's next batch start before this one ends (a batch
-# left waiting for a lock that does not come); handle.answer(i, result) answers item i early.
+# run_batch(key, items, handle): a result per item (and per one joined by handle.take()); a
+# result may be an exception, raised to that item's caller alone. handle.detach(): the next
+# batch may start before this one ends; handle.answer(i, result): item i answered early.
 RunBatch = Callable[
     [Hashable, Sequence[Item], "BatchHandle[Item, Result]"],
     Sequence[Result | BaseException],
@@ -204,7 +191,7 @@ class BatchHandle(Generic[Item, Result]):
     @classmethod
     def alone(cls, item: Item, deadline: float) -> BatchHandle[Item, Result]:
         """For a batch run without a combiner (one request, no lane)."""
-        return cls(None, None, None, [_Pending(item, deadline)])
+        return cls.group([item], [deadline])
 
     @classmethod
     def group(cls, items: Sequence[Item], deadlines: Sequence[float]) -> BatchHandle[Item, Result]:
@@ -216,13 +203,10 @@ class BatchHandle(Generic[Item, Result]):
 
     def outcomes(self, results: Sequence[Result | BaseException]) -> list[Result | BaseException]:
         """Each member's result: the one it was answered early with, else the batch's."""
-        out: list[Result | BaseException] = []
-        for member, result in zip(self._members, results, strict=True):
-            if member.state == DONE:
-                out.append(member.error if member.error is not None else member.result)  # type: ignore[arg-type]
-            else:
-                out.append(result)
-        return out
+        return [
+            (m.error or m.result) if m.state == DONE else r  # type: ignore[misc]
+            for m, r in zip(self._members, results, strict=True)
+        ]
 
     @property
     def deadlines(self) -> list[float]:

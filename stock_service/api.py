@@ -11,13 +11,13 @@ from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
 from shared.contract import Decided
-from shared.errors import DependencyUnavailable
 from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable, merge_lines
+from stock_service.answers import flag_result, flow_json, shortfalls_json
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (
@@ -43,48 +43,6 @@ NOT_DEDUCTED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome
 
 def deps() -> StockDeps:
     return current_app.extensions["stock"]
-
-
-def flow_json(row: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "id": row["id"],
-        "flag": row["flag"],
-        "goodsId": row["goods_id"],
-        "num": row["num"],
-        "fence": row["fence"],
-        "createTime": row["created_at"].isoformat(),
-    }
-
-
-def shortfalls_json(result: Any) -> list[dict[str, Any]]:
-    return [
-        {
-            "goodsId": s.goods_id,
-            "requested": s.requested,
-            "available": s.available,
-            "seedVersion": s.seed_version,
-        }
-        for s in result.shortfalls
-    ]
-
-
-def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
-    """One flag's result in a batched answer (what the single route's body would say)."""
-    if isinstance(result, DependencyUnavailable):
-        DEDUCTIONS.labels(Outcome.UNAVAILABLE.value).inc()
-        return {
-            "flag": flag,
-            "outcome": Outcome.UNAVAILABLE,
-            "error": result.answer(),
-            "dependency": result.dependency,
-        }
-    DEDUCTIONS.labels(result.outcome.value).inc()
-    body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
-    if result.outcome is Outcome.INSUFFICIENT:
-        body["shortfalls"] = shortfalls_json(result)
-    if result.outcome is Outcome.DEDUCTED:
-        body["flows"] = [flow_json(row) for row in result.flows]
-    return body
 
 
 def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:

@@ -19,7 +19,8 @@ import sqlalchemy as sa
 from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
 from order_service import transitions
 from order_service.reconciler_service import serve
-from order_service.store import FENCE_READ, OrderStore
+from order_service.statements import FENCE_READ
+from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
 from shared.settings import Settings

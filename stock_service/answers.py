@@ -1,0 +1,53 @@
+"""How the stock service's answers carry its rows: a flow (or return) row, the shortfalls of
+a refusal, one flag's result in a batched reduceStock. The JSON names are the API's
+(goodsId, num, createTime); the columns' are the database's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared.contract import Outcome
+from shared.errors import DependencyUnavailable
+from shared.metrics import DEDUCTIONS
+
+
+def flow_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "flag": row["flag"],
+        "goodsId": row["goods_id"],
+        "num": row["num"],
+        "fence": row["fence"],
+        "createTime": row["created_at"].isoformat(),
+    }
+
+
+def shortfalls_json(result: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "goodsId": s.goods_id,
+            "requested": s.requested,
+            "available": s.available,
+            "seedVersion": s.seed_version,
+        }
+        for s in result.shortfalls
+    ]
+
+
+def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
+    """One flag's result in a batched answer (what the single route's body would say)."""
+    if isinstance(result, DependencyUnavailable):
+        DEDUCTIONS.labels(Outcome.UNAVAILABLE.value).inc()
+        return {
+            "flag": flag,
+            "outcome": Outcome.UNAVAILABLE,
+            "error": result.answer(),
+            "dependency": result.dependency,
+        }
+    DEDUCTIONS.labels(result.outcome.value).inc()
+    body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+    if result.outcome is Outcome.INSUFFICIENT:
+        body["shortfalls"] = shortfalls_json(result)
+    if result.outcome is Outcome.DEDUCTED:
+        body["flows"] = [flow_json(row) for row in result.flows]
+    return body
