@@ -56,14 +56,14 @@ def draw_chart(report: BenchReport, path: Path) -> None:
     ax.set_xlim(0, right)
     ax.invert_yaxis()
     ax.set_xlabel(
-        "requests per second (median of rounds); green: combining, blue: one lock hold each, "
-        "olive: the one-database peer"
+        "requests per second (median of rounds)\n"
+        "green: combining, blue: one lock hold each, olive: the one-database peer"
     )
     ax.set_title(
         f"PUT /reduceStock and POST /genOrder, {report.concurrency} callers "
         f"({report.database}, {os.cpu_count()} cores)"
     )
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="best", fontsize=7)
     fig.tight_layout()
     verdicts = "\n".join(
         f"{t.name}: {t.value:.2f} ({'<=' if t.at_most else '>='} {t.goal}: "
