@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from inventory.bench.report import NO_LOCK, BenchReport
+from inventory.bench.report import NO_LOCK, PEER, BenchReport
 
 
 def draw_chart(report: BenchReport, path: Path) -> None:
@@ -15,7 +15,7 @@ def draw_chart(report: BenchReport, path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    measures = report.reduce + report.gen_order
+    measures = report.reduce + report.gen_order + report.peer
     fig, ax = plt.subplots(figsize=(11, 0.42 * len(measures) + 2))
     names = [m.name.removeprefix("reduceStock ") for m in measures]
     colours = [
@@ -23,6 +23,8 @@ def draw_chart(report: BenchReport, path: Path) -> None:
         if "combining" in m.config
         else "tab:gray"
         if m.config == NO_LOCK
+        else "tab:olive"
+        if m.config == PEER
         else "tab:blue"
         for m in measures
     ]
@@ -54,13 +56,14 @@ def draw_chart(report: BenchReport, path: Path) -> None:
     ax.set_xlim(0, right)
     ax.invert_yaxis()
     ax.set_xlabel(
-        "requests per second (median of rounds); green: combining, blue: one lock hold each"
+        "requests per second (median of rounds)\n"
+        "green: combining, blue: one lock hold each, olive: the one-database peer"
     )
     ax.set_title(
         f"PUT /reduceStock and POST /genOrder, {report.concurrency} callers "
         f"({report.database}, {os.cpu_count()} cores)"
     )
-    ax.legend(loc="lower right", fontsize=7)
+    ax.legend(loc="best", fontsize=7)
     fig.tight_layout()
     verdicts = "\n".join(
         f"{t.name}: {t.value:.2f} ({'<=' if t.at_most else '>='} {t.goal}: "

@@ -28,6 +28,7 @@ class BenchConfig:
     global_scope: bool = True  # also LOCK_SCOPE=global for ZooKeeper
     one_at_a_time: bool = True  # each backend also with DEDUCT_BATCH_MAX=1
     database_url: str | None = None  # a server; the bench makes a database of its own there
+    peer: bool = True  # the one-database peer beside genOrder (inventory/bench/peer/)
     keep: bool = False
 
     @classmethod
@@ -42,8 +43,9 @@ class BenchConfig:
 
     @classmethod
     def order_path(cls) -> BenchConfig:
-        """What the order a buyer places costs, next to the deduction it exists for: the
-        ZooKeeper stack with combining and the no-lock baseline only (a few minutes)."""
+        """What the order a buyer places costs, next to the deduction it exists for and next to
+        the one-database peer: the ZooKeeper stack with combining, the no-lock baseline and
+        the peer only (a few minutes)."""
         return cls(
             requests=1500,
             limit_seconds=1.5,

@@ -1,5 +1,6 @@
 """The bench's loads over HTTP, through the light client (inventory/load/http_load.py): PUT
-/reduceStock with flags written to Redis first, as the order service would, and POST /genOrder.
+/reduceStock with flags written to Redis first, as the order service would, and POST /genOrder
+(to the order service, or to the one-database peer).
 Everything is encoded before the clock starts and decoded after it stops."""
 
 from __future__ import annotations
@@ -72,9 +73,9 @@ def reduce_load(state: stack_state.StackState, calls: list[Call], concurrency: i
     return LoadResult(run, ok, [a.seconds for a in run.answers], sizes, stages)
 
 
-def order_load(
-    state: stack_state.StackState, goods: list[str], requests: int, concurrency: int
-) -> LoadResult:
+def order_load(url: str, goods: list[str], requests: int, concurrency: int) -> LoadResult:
+    """POST /genOrder to the order service at `url` (or to the one-database peer: the same
+    bodies), one unit of one goods id each, the goods taken in turn."""
     calls = [
         Call(
             "POST",
@@ -83,7 +84,7 @@ def order_load(
         )
         for i in range(requests)
     ]
-    run = run_calls(state.order_url, calls, concurrency)
+    run = run_calls(url, calls, concurrency)
     ok = sum(a.status == 200 for a in run.answers)
     return LoadResult(run, ok, [a.seconds for a in run.answers], [], {})
 

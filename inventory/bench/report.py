@@ -1,5 +1,5 @@
-"""What `inventory bench` measured, the ratios it is judged by, and how it is shown: a table on
-the terminal, bench.json and bench.png."""
+"""What `inventory bench` measured and the ratios it is judged by (shown by show.py on the
+terminal, written by files.py as bench.json and bench.png)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 NO_LOCK = "none"
+PEER = "one-database peer"  # the label of the peer's measures (inventory/bench/peer/)
 COMBINING = 32  # DEDUCT_BATCH_MAX of the combining configurations (the service's default)
 COMBINING_SUFFIX, SINGLE_SUFFIX = " combining", " one at a time"
 
@@ -55,6 +55,7 @@ class Target:
     goal: float
     moonshot: float | None = None
     at_most: bool = False  # the value must stay at or below the goal (a latency ratio)
+    figures: str = ""  # the figures the value comes from, for a person
 
     @property
     def met(self) -> bool:
@@ -69,6 +70,7 @@ class BenchReport:
     limits: list[Measure] = field(default_factory=list)
     reduce: list[Measure] = field(default_factory=list)
     gen_order: list[Measure] = field(default_factory=list)
+    peer: list[Measure] = field(default_factory=list)  # the one-database peer's genOrder
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -82,11 +84,13 @@ class BenchReport:
             limits=[Measure(**m) for m in data["limits"]],
             reduce=[Measure(**m) for m in data["reduce"]],
             gen_order=[Measure(**m) for m in data["gen_order"]],
+            peer=[Measure(**m) for m in data.get("peer", [])],  # none before issue 29
             notes=list(data["notes"]),
         )
 
     def find(self, name: str) -> Measure | None:
-        return next((m for m in self.limits + self.reduce + self.gen_order if m.name == name), None)
+        measures = self.limits + self.reduce + self.gen_order + self.peer
+        return next((m for m in measures if m.name == name), None)
 
     def reduce_of(self, config: str, goods: int) -> Measure | None:
         return next((m for m in self.reduce if m.config == config and m.goods == goods), None)
@@ -94,9 +98,12 @@ class BenchReport:
     def order_of(self, goods: int) -> Measure | None:
         return next((m for m in self.gen_order if m.goods == goods), None)
 
+    def peer_of(self, goods: int) -> Measure | None:
+        return next((m for m in self.peer if m.goods == goods), None)
+
     @property
     def spread(self) -> int:
-        return max((m.goods for m in self.reduce), default=0)
+        return max((m.goods for m in self.reduce + self.gen_order + self.peer), default=0)
 
     def raw_lock_cycle(self) -> Measure | None:
         """The faster of the two raw kazoo loops (kazoo's own handler, or this project's),
@@ -130,22 +137,67 @@ class BenchReport:
         return out + self.order_targets(hot)
 
     def order_targets(self, hot: Measure | None) -> list[Target]:
-        """The order a buyer places, against the deduction it exists for (same stack)."""
+        """The order a buyer places, against the deduction it exists for (same stack), and
+        against the one-database peer (issue 29's four goals)."""
         out: list[Target] = []
         order_hot = self.order_of(1)
         if order_hot and hot and hot.per_second:
             ratio = order_hot.per_second / hot.per_second
             out.append(Target("genOrder / reduceStock, hot goods", ratio, 0.6, 0.8))
-        for order in (order_hot, self.order_of(self.spread)):
-            if order is None:
-                continue
-            goods = "hot goods" if order.goods == 1 else f"{order.goods} goods"
-            if order.cpu_ms:
-                name = f"genOrder stack CPU ms per order, {goods}"
-                out.append(Target(name, order.stack_cpu_ms, 7.0, 5.0, at_most=True))
-            if order.p99_ms:
-                name = f"genOrder p99 ms at {self.concurrency} callers, {goods}"
-                out.append(Target(name, order.p99_ms, 300.0, at_most=True))
+        return out + self.peer_targets()
+
+    def peer_targets(self) -> list[Target]:
+        """genOrder beside the one-database peer, measured side by side: its rate on one hot
+        goods id (>= 1.0x the peer's) and on the spread (>= 0.5x); the stack's CPU per order
+        (<= 2.5 ms, both loads); p99 (<= 150 ms, both loads)."""
+        out: list[Target] = []
+        loads = [("hot goods", self.order_of(1))]
+        if self.spread > 1:
+            loads.append((f"{self.spread} goods", self.order_of(self.spread)))
+        pairs = [(g, order, self.peer_of(order.goods)) for g, order in loads if order is not None]
+        for goods, order, peer in pairs:
+            if peer and peer.per_second:
+                goal, moonshot = (1.0, 1.5) if order.goods == 1 else (0.5, 0.8)
+                out.append(
+                    Target(
+                        f"genOrder / one-database peer, {goods}",
+                        order.per_second / peer.per_second,
+                        goal,
+                        moonshot,
+                        figures=f"genOrder {order.per_second:.0f}/s, peer {peer.per_second:.0f}/s",
+                    )
+                )
+        with_cpu = [(g, o, p) for g, o, p in pairs if o.cpu_ms]
+        if with_cpu:
+            out.append(
+                Target(
+                    "genOrder stack CPU ms per order, " + " and ".join(g for g, _, _ in with_cpu),
+                    max(o.stack_cpu_ms for _, o, _ in with_cpu),
+                    2.5,
+                    1.5,
+                    at_most=True,
+                    figures="; ".join(
+                        f"{g}: {_cpu(o)}" + (f" vs peer {_cpu(p)}" if p and p.cpu_ms else "")
+                        for g, o, p in with_cpu
+                    ),
+                )
+            )
+        with_p99 = [(g, o, p) for g, o, p in pairs if o.p99_ms is not None]
+        if with_p99:
+            out.append(
+                Target(
+                    f"genOrder p99 ms at {self.concurrency} callers, "
+                    + " and ".join(g for g, _, _ in with_p99),
+                    max(o.p99_ms or 0.0 for _, o, _ in with_p99),
+                    150.0,
+                    at_most=True,
+                    figures="; ".join(
+                        f"{g}: {o.p99_ms:.0f}"
+                        + (f" vs peer {p.p99_ms:.0f}" if p and p.p99_ms is not None else "")
+                        for g, o, p in with_p99
+                    ),
+                )
+            )
         return out
 
     def ratios(self) -> dict[str, float]:
@@ -161,95 +213,8 @@ class BenchReport:
         return out
 
 
-def print_report(report: BenchReport, console: Any) -> None:
-    """Tables that fit 80 columns: the figures, then rounds and ceilings, then the stages."""
-    from rich.table import Table
-
-    measures = report.limits + report.reduce + report.gen_order
-    table = Table(
-        "measure",
-        "per s",
-        "p50 ms",
-        "p99 ms",
-        "batch",
-        "CPU ms",
-        "err",
-        title=(
-            f"inventory bench: {report.database}, {os.cpu_count()} cores, "
-            f"{report.concurrency} callers, median of {report.rounds} round(s)"
-        ),
-        caption="batch: mean / p99 requests per lock hold; CPU ms: per request, every process",
-    )
-    table.columns[0].no_wrap = True
-    for m in measures:
-        batch = f"{m.batch_mean:.1f}/{m.batch_p99:.0f}" if m.batch_mean is not None else ""
-        cpu = f"{sum(m.cpu_ms.values()):.2f}" if m.cpu_ms else ""
-        table.add_row(
-            _short(m.name), f"{m.per_second:.0f}", _fmt(m.p50_ms), _fmt(m.p99_ms), batch, cpu,
-            str(m.errors),
-        )  # fmt: skip
-    console.print(table)
-    spread = Table("measure", "per s, each round", "CPU ceiling/s", title="rounds and ceilings")
-    spread.columns[0].no_wrap = True
-    for m in measures:
-        ceiling = f"{m.cpu_ceiling:.0f}" if m.cpu_ceiling else ""
-        spread.add_row(_short(m.name), " ".join(f"{r:.0f}" for r in m.rounds), ceiling)
-    console.print(spread)
-    orders = Table("genOrder", "CPU ms per order, by process", title="what an order costs")
-    for m in report.gen_order:
-        orders.add_row(
-            _short(m.name),
-            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()) + f" (stack {m.stack_cpu_ms:.2f})",
-        )
-    stages = Table(
-        "reduceStock",
-        "median stage ms (Server-Timing)",
-        "CPU ms per request, by process",
-        title="where the time goes",
-    )
-    for m in report.reduce:
-        stages.add_row(
-            _short(m.name),
-            " ".join(f"{k} {v}" for k, v in m.stages_ms.items()),
-            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
-        )
-    console.print(stages)
-    if report.gen_order:
-        console.print(orders)
-    targets = Table("ratio", "value", "goal", "", title="targets")
-    for t in report.targets():
-        goal = f"{'<=' if t.at_most else '>='} {t.goal}" + (
-            f" (moonshot {t.moonshot})" if t.moonshot else ""
-        )
-        verdict = "[green]met" if t.met else "[red]missed"
-        targets.add_row(t.name, f"{t.value:.2f}", goal, verdict)
-    console.print(targets)
-    gains = Table("combining / one hold each", "ratio", title="what combining gains")
-    for name, value in report.ratios().items():
-        if "combining / one at a time" in name and "p99" not in name:
-            gains.add_row(name.removesuffix(": combining / one at a time"), f"{value:.2f}")
-    console.print(gains)
-    for note in report.notes:
-        console.print(f"note: {note}")
-    if any(not t.met for t in report.targets()):
-        console.print(
-            "note: a missed target says this run's ratio fell short of its goal; rates move "
-            "with the machine, ratios less: run again, or with --rounds 5, before concluding"
-        )
-
-
-def _short(name: str) -> str:
-    """`reduceStock zookeeper/sku combining, 1 goods` -> `zk/sku combining, 1`."""
-    return (
-        name.removeprefix("reduceStock ")
-        .replace("zookeeper", "zk")
-        .replace(" one at a time", " one-by-one")
-        .replace(" goods", "")
-        .replace("genOrder end to end", "genOrder")
-        .replace(" (polling handler)", " (polling)")
-        .replace("update+commit", "update")
-    )
-
-
-def _fmt(value: float | None) -> str:
-    return "" if value is None else f"{value:.1f}"
+def _cpu(m: Measure) -> str:
+    """`5.89 (order_service 2.55, stock_service 1.69, ...)`: a stack's CPU ms per request and
+    its processes', the client left out."""
+    parts = ", ".join(f"{k} {v:.2f}" for k, v in m.cpu_ms.items() if k != "load" and v)
+    return f"{m.stack_cpu_ms:.2f} ({parts})"

@@ -12,15 +12,20 @@ side by side in one run.
 4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round, on one hot
    goods id and on `spread_goods` ids, next to that stack's reduceStock: the CPU of each order
    by process (order service, stock service, ZooKeeper, Redis, and the client on its own).
-Everything it starts, it stops; its folder is removed unless `keep` is set.
+5. The one-database peer (peer/: one Flask app, one transaction per order, no lock service,
+   no Redis, no second service), a turn of its own in the same rotation: the same POST
+   /genOrder load on one hot goods id and on `spread_goods` ids, with the same client and
+   gunicorn shape (2 workers x 8 threads), on the same database server.
+On PostgreSQL every load's CPU also counts the backends of the bench's own database, by
+application (pg_cpu.py). Everything it starts, it stops; its folder is removed unless `keep`
+is set.
 """
 
 from __future__ import annotations
 
 import os
-import statistics
 import uuid
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -29,71 +34,15 @@ import sqlalchemy as sa
 import migrations
 from inventory.bench.config import BenchConfig, StackConfig, stack_configs
 from inventory.bench.limits import measure_limits, warm_up_zookeeper
-from inventory.bench.loads import (
-    LoadResult,
-    order_load,
-    reduce_calls,
-    reduce_load,
-    seed_goods,
-    stage_medians,
-)
-from inventory.bench.report import COMBINING, BenchReport, Measure, label
-from inventory.load.cpu import snapshot
+from inventory.bench.loads import order_load, reduce_calls, reduce_load, seed_goods
+from inventory.bench.peer import prepare, start_peer
+from inventory.bench.pg_cpu import DatabaseCpu
+from inventory.bench.report import COMBINING, PEER, BenchReport, label
+from inventory.bench.tally import Tally, measured
 from inventory.local import stack, stack_state
 from inventory.local.etcd_server import start_etcd
 from inventory.local.homes import temporary_home
 from inventory.local.servers import ServerProcess, start_redis, start_zookeeper
-
-
-@dataclass
-class _Tally:
-    """Every round of one (configuration, goods count)."""
-
-    rates: list[float] = field(default_factory=list)
-    latencies: list[float] = field(default_factory=list)
-    batch_sizes: list[int] = field(default_factory=list)
-    stages: dict[str, list[float]] = field(default_factory=dict)
-    cpu: dict[str, float] = field(default_factory=dict)
-    requests: int = 0
-    errors: int = 0
-
-    def add(self, result: LoadResult, cpu: dict[str, float]) -> None:
-        self.rates.append(result.run.per_second)
-        self.latencies += result.latencies
-        self.batch_sizes += result.batch_sizes
-        for stage, values in result.stages.items():
-            self.stages.setdefault(stage, []).extend(values)
-        for name, seconds in cpu.items():
-            self.cpu[name] = self.cpu.get(name, 0.0) + seconds
-        self.requests += len(result.run.answers)
-        self.errors += len(result.run.answers) - result.ok
-
-    def measure(self, name: str, config: str, goods: int) -> Measure:
-        """CPU per successful request (a confirmed order, a deduction), by process."""
-        succeeded = max(self.requests - self.errors, 1)
-        return Measure(
-            name,
-            statistics.median(self.rates),
-            [round(r, 1) for r in self.rates],
-            percentile_ms(self.latencies, 50),
-            percentile_ms(self.latencies, 99),
-            round(statistics.fmean(self.batch_sizes), 2) if self.batch_sizes else None,
-            float(percentile(self.batch_sizes, 99)) if self.batch_sizes else None,
-            stage_medians(self.stages),
-            {k: round(v * 1000 / succeeded, 2) for k, v in self.cpu.items()},
-            self.errors,
-            config,
-            goods,
-        )
-
-
-def percentile(values: list[Any], p: float) -> Any:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, round(p / 100 * len(ordered)) - 1))]
-
-
-def percentile_ms(values: list[float], p: float) -> float | None:
-    return round(percentile(values, p) * 1000, 2) if values else None
 
 
 def run_bench(config: BenchConfig, env: dict[str, str], say: Any = print) -> BenchReport:
@@ -107,6 +56,7 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
     own: list[ServerProcess] = []
     running: list[stack_state.StackState] = []
     drop_database = None
+    database: DatabaseCpu | None = None
     try:
         if not env.get("ZK_HOSTS"):
             own.append(start_zookeeper(home / "zookeeper"))  # fsync on, as in the stack
@@ -129,6 +79,10 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         report = BenchReport(
             sa.make_url(stock_db).get_backend_name(), config.concurrency, config.rounds
         )
+        if "STOCK_DATABASE_URL" in env:
+            database, how = DatabaseCpu.of(env["STOCK_DATABASE_URL"])
+            if how:
+                report.notes.append(how)
 
         say(f"warming up ZooKeeper ({config.warmup_seconds:.0f} s) ...")
         warm_up_zookeeper(env["ZK_HOSTS"], config.warmup_seconds)
@@ -142,11 +96,21 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         )
 
         configs = stack_configs(config, report.database, report.notes)
-        tallies: dict[tuple[StackConfig, int], _Tally] = {}
-        order_tallies: dict[int, _Tally] = {}
+        # The peer is measured where genOrder is: a turn of its own in the same rotation.
+        turns: list[StackConfig | str] = [*configs]
+        if config.peer and StackConfig("zookeeper") in configs:
+            turns.append(PEER)
+        tallies: dict[tuple[StackConfig, int], Tally] = {}
+        order_tallies: dict[int, Tally] = {}
+        peer_tallies: dict[int, Tally] = {}
         for round_no in range(config.rounds):
-            shift = round_no % len(configs)
-            for stack_config in configs[shift:] + configs[:shift]:
+            shift = round_no % len(turns)
+            for turn in turns[shift:] + turns[:shift]:
+                if isinstance(turn, str):
+                    say(f"round {round_no + 1} of {config.rounds}: {PEER} ...")
+                    _peer_turn(home, config, env, database, round_no, peer_tallies)
+                    continue
+                stack_config = turn
                 say(f"round {round_no + 1} of {config.rounds}: {stack_config.label} ...")
                 # One stack at a time: nine stacks' connection pools would exceed a
                 # PostgreSQL's 100 connections, and idle stacks are noise on 2 cores.
@@ -160,15 +124,27 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                 try:
                     goods = _seed_and_warm_up(state, config, stack_config)
                     for goods_count in (1, config.spread_goods):
-                        tally = tallies.setdefault((stack_config, goods_count), _Tally())
-                        chosen = goods[goods_count]
-                        tally.add(*_reduce_round(state, own, config, chosen, round_no))
+                        tally = tallies.setdefault((stack_config, goods_count), Tally())
+                        calls = reduce_calls(
+                            state.redis_url, goods[goods_count], config.requests, seed=round_no
+                        )
+                        pids = _pids(state, own, ("stock_service",))
+                        run = partial(reduce_load, state, calls, config.concurrency)
+                        tally.add(*measured(pids, database, run))
                     if stack_config == StackConfig("zookeeper"):
+                        # POST /genOrder, one unit of one goods id each (the goods reduceStock
+                        # used, stocked far above any run's demand: every order confirmed).
                         for goods_count in (1, config.spread_goods):
-                            tally = order_tallies.setdefault(goods_count, _Tally())
-                            tally.add(
-                                *_order_round(state, own, config, goods[goods_count], round_no)
+                            tally = order_tallies.setdefault(goods_count, Tally())
+                            pids = _pids(state, own, ("stock_service", "order_service"))
+                            run = partial(
+                                order_load,
+                                state.order_url,
+                                goods[goods_count],
+                                config.requests,
+                                config.concurrency,
                             )
+                            tally.add(*measured(pids, database, run))
                 finally:
                     stack.down(home=Path(state.home), say=lambda *_: None)
                     running.remove(state)
@@ -182,14 +158,59 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         for goods_count, tally in sorted(order_tallies.items()):
             name = f"genOrder {zookeeper}, {goods_count} goods"
             report.gen_order.append(tally.measure(name, zookeeper, goods_count))
+        for goods_count, tally in sorted(peer_tallies.items()):
+            name = f"{PEER}, {goods_count} goods"
+            report.peer.append(tally.measure(name, PEER, goods_count))
+        if database is not None:
+            seen = database.attribution
+            report.notes.append(
+                f"PostgreSQL backends: {len(seen.seen)} seen over {seen.samples} samples, "
+                f"{seen.exited} exited during a load (counted up to their last sample)"
+            )
         return report
     finally:
         for state in running:
             stack.down(home=Path(state.home), say=lambda *_: None)
         for server in own:
             server.stop()
+        if database is not None:
+            database.close()
         if drop_database:
             drop_database()
+
+
+def _peer_turn(
+    home: Path,
+    config: BenchConfig,
+    env: dict[str, str],
+    database: DatabaseCpu | None,
+    round_no: int,
+    tallies: dict[int, Tally],
+) -> None:
+    """The one-database peer's turn: its tables in the bench's database (SQLite: a file of this
+    round's, as each stack's are), its goods stocked, gunicorn started and warmed up with a
+    short load over all of them, then the genOrder loads, CPU by process (the peer's gunicorn
+    and its workers, PostgreSQL's backends of the bench's database, the client alone)."""
+    folder = home / f"r{round_no}-peer"
+    folder.mkdir(parents=True, exist_ok=True)
+    url = env.get("STOCK_DATABASE_URL") or f"sqlite:///{folder / 'peer.db'}"
+    goods = {
+        1: ["bench-peer-hot-0"],
+        config.spread_goods: [f"bench-peer-spread-{i}" for i in range(config.spread_goods)],
+    }
+    everything = goods[1] + goods[config.spread_goods]
+    prepare(url, dict.fromkeys(everything, 100_000_000))
+    peer = start_peer(folder, url)
+    try:
+        order_load(peer.url, everything, max(2 * len(everything), 64), config.concurrency)
+        for goods_count in (1, config.spread_goods):
+            pids = {"peer": peer.pid, "load": os.getpid()}
+            run = partial(
+                order_load, peer.url, goods[goods_count], config.requests, config.concurrency
+            )
+            tallies.setdefault(goods_count, Tally()).add(*measured(pids, database, run))
+    finally:
+        peer.stop()
 
 
 def _seed_and_warm_up(
@@ -207,7 +228,7 @@ def _seed_and_warm_up(
     calls = reduce_calls(state.redis_url, everything, max(2 * len(everything), 64), seed=0)
     reduce_load(state, calls, config.concurrency)
     if stack_config == StackConfig("zookeeper"):  # the order path is measured on it: warm it
-        order_load(state, everything, max(2 * len(everything), 64), config.concurrency)
+        order_load(state.order_url, everything, max(2 * len(everything), 64), config.concurrency)
     return goods
 
 
@@ -218,37 +239,6 @@ def _pids(
     pids.update({server.name: server.pid for server in own})
     pids["load"] = os.getpid()
     return pids
-
-
-def _reduce_round(
-    state: stack_state.StackState,
-    own: list[ServerProcess],
-    config: BenchConfig,
-    goods: list[str],
-    round_no: int,
-) -> tuple[LoadResult, dict[str, float]]:
-    calls = reduce_calls(state.redis_url, goods, config.requests, seed=round_no)
-    pids = _pids(state, own, ("stock_service",))
-    before = snapshot(pids, alone=frozenset({"load"}))
-    result = reduce_load(state, calls, config.concurrency)
-    after = snapshot(pids, alone=frozenset({"load"}))
-    return result, {name: after[name] - before[name] for name in pids}
-
-
-def _order_round(
-    state: stack_state.StackState,
-    own: list[ServerProcess],
-    config: BenchConfig,
-    goods: list[str],
-    round_no: int,
-) -> tuple[LoadResult, dict[str, float]]:
-    """POST /genOrder, one unit of one of `goods` each (the goods reduceStock used, stocked
-    far above any run's demand, so every order is confirmed)."""
-    pids = _pids(state, own, ("stock_service", "order_service"))
-    before = snapshot(pids, alone=frozenset({"load"}))
-    result = order_load(state, goods, config.requests, config.concurrency)
-    after = snapshot(pids, alone=frozenset({"load"}))
-    return result, {name: after[name] - before[name] for name in pids}
 
 
 def throwaway_database(server_url: str) -> tuple[str, Any]:

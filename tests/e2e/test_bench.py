@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from inventory.bench import BenchConfig, run_bench, write_report
+from inventory.bench import BenchConfig, BenchReport, run_bench, write_report
 from inventory.local.servers import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -36,8 +36,9 @@ def test_bench_smoke_measures_every_configuration(
         "none",
     ):
         assert {(config, 1), (config, 5)} <= configs
-    assert all(m.per_second > 0 for m in report.limits + report.reduce + report.gen_order)
-    assert all(m.errors == 0 for m in report.reduce + report.gen_order)
+    measures = report.limits + report.reduce + report.gen_order + report.peer
+    assert all(m.per_second > 0 for m in measures)
+    assert all(m.errors == 0 for m in report.reduce + report.gen_order + report.peer)
     hot = report.reduce_of("zookeeper/sku combining", 1)
     assert hot is not None and hot.batch_mean is not None and hot.batch_mean >= 1
     assert {"prefilter", "queue", "lock", "deduct"} <= set(hot.stages_ms)
@@ -51,20 +52,29 @@ def test_bench_smoke_measures_every_configuration(
     for order in report.gen_order:
         assert {"order_service", "stock_service", "load"} <= set(order.cpu_ms)
         assert 0 < order.stack_cpu_ms < sum(order.cpu_ms.values())  # the client left out
+    # The one-database peer beside it: the same loads, its own gunicorn's CPU.
+    assert [(m.config, m.goods) for m in report.peer] == [
+        ("one-database peer", 1),
+        ("one-database peer", 5),
+    ]
+    for peer in report.peer:
+        assert {"peer", "load"} == set(peer.cpu_ms)
+        assert 0 < peer.stack_cpu_ms < sum(peer.cpu_ms.values())
     assert {t.name for t in report.targets()} == {
         "zookeeper hot goods / no lock",
         "zookeeper hot goods / raw kazoo lock cycle",
         "zookeeper 5 goods / no lock",
         "zookeeper hot goods p99: combining / one at a time",
         "genOrder / reduceStock, hot goods",
-        "genOrder stack CPU ms per order, hot goods",
-        "genOrder p99 ms at 4 callers, hot goods",
-        "genOrder stack CPU ms per order, 5 goods",
-        "genOrder p99 ms at 4 callers, 5 goods",
+        "genOrder / one-database peer, hot goods",
+        "genOrder / one-database peer, 5 goods",
+        "genOrder stack CPU ms per order, hot goods and 5 goods",
+        "genOrder p99 ms at 4 callers, hot goods and 5 goods",
     }
     data, chart = write_report(report, tmp_path)
     written = json.loads(data.read_text())
     assert set(written["ratios"]) >= {t.name for t in report.targets()}
     assert chart.read_bytes()[:4] == b"\x89PNG"
+    assert BenchReport.from_json(data).peer == report.peer
     # Everything it started is stopped, and its folder is gone.
     assert set(Path(tempfile.gettempdir()).glob("inventory-bench-*")) == folders_before

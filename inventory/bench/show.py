@@ -1,0 +1,121 @@
+"""How `inventory bench` shows a report on the terminal: tables that fit 80 columns."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from inventory.bench.report import BenchReport, Target
+
+
+def print_report(report: BenchReport, console: Any) -> None:
+    """Tables that fit 80 columns: the figures, then rounds and ceilings, then the stages."""
+    from rich.table import Table
+
+    measures = report.limits + report.reduce + report.gen_order + report.peer
+    table = Table(
+        "measure",
+        "per s",
+        "p50 ms",
+        "p99 ms",
+        "batch",
+        "CPU ms",
+        "err",
+        title=(
+            f"inventory bench: {report.database}, {os.cpu_count()} cores, "
+            f"{report.concurrency} callers, median of {report.rounds} round(s)"
+        ),
+        caption="batch: mean / p99 requests per lock hold; CPU ms: per request, every process",
+    )
+    table.columns[0].no_wrap = True
+    for m in measures:
+        batch = f"{m.batch_mean:.1f}/{m.batch_p99:.0f}" if m.batch_mean is not None else ""
+        cpu = f"{sum(m.cpu_ms.values()):.2f}" if m.cpu_ms else ""
+        table.add_row(
+            _short(m.name), f"{m.per_second:.0f}", _fmt(m.p50_ms), _fmt(m.p99_ms), batch, cpu,
+            str(m.errors),
+        )  # fmt: skip
+    console.print(table)
+    spread = Table("measure", "per s, each round", "CPU ceiling/s", title="rounds and ceilings")
+    spread.columns[0].no_wrap = True
+    for m in measures:
+        ceiling = f"{m.cpu_ceiling:.0f}" if m.cpu_ceiling else ""
+        spread.add_row(_short(m.name), " ".join(f"{r:.0f}" for r in m.rounds), ceiling)
+    console.print(spread)
+    orders = Table("genOrder", "CPU ms per order, by process", title="what an order costs")
+    for m in report.gen_order + report.peer:
+        orders.add_row(
+            _short(m.name),
+            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()) + f" (stack {m.stack_cpu_ms:.2f})",
+        )
+    stages = Table(
+        "reduceStock",
+        "median stage ms (Server-Timing)",
+        "CPU ms per request, by process",
+        title="where the time goes",
+    )
+    for m in report.reduce:
+        stages.add_row(
+            _short(m.name),
+            " ".join(f"{k} {v}" for k, v in m.stages_ms.items()),
+            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
+        )
+    console.print(stages)
+    if report.gen_order:
+        console.print(orders)
+    targets = Table("ratio", "value", "goal", "", title="targets")
+    for t in report.targets():
+        if not t.figures:
+            targets.add_row(t.name, f"{t.value:.2f}", _goal(t), _verdict(t))
+    console.print(targets)
+    beside_peer = [t for t in report.targets() if t.figures]
+    if beside_peer:
+        console.print(
+            f"genOrder beside the one-database peer ({report.database}, same run, client and "
+            "rounds):"
+        )
+        for t in beside_peer:
+            console.print(
+                f"  {t.name}: {t.value:.2f} ({_goal(t)}): {_verdict(t)}[/]\n    {t.figures}",
+                highlight=False,
+            )
+    gains = Table("combining / one hold each", "ratio", title="what combining gains")
+    for name, value in report.ratios().items():
+        if "combining / one at a time" in name and "p99" not in name:
+            gains.add_row(name.removesuffix(": combining / one at a time"), f"{value:.2f}")
+    console.print(gains)
+    for note in report.notes:
+        console.print(f"note: {note}")
+    if any(not t.met for t in report.targets()):
+        console.print(
+            "note: a missed target says this run's ratio fell short of its goal; rates move "
+            "with the machine, ratios less: run again, or with --rounds 5, before concluding"
+        )
+
+
+def _short(name: str) -> str:
+    """`reduceStock zookeeper/sku combining, 1 goods` -> `zk/sku combining, 1`."""
+    return (
+        name.removeprefix("reduceStock ")
+        .replace("zookeeper", "zk")
+        .replace(" one at a time", " one-by-one")
+        .replace(" goods", "")
+        .replace("genOrder end to end", "genOrder")
+        .replace(" (polling handler)", " (polling)")
+        .replace("update+commit", "update")
+        .replace("one-database peer", "peer (1 db)")
+    )
+
+
+def _fmt(value: float | None) -> str:
+    return "" if value is None else f"{value:.1f}"
+
+
+def _goal(t: Target) -> str:
+    return f"{'<=' if t.at_most else '>='} {t.goal}" + (
+        f", moonshot {t.moonshot}" if t.moonshot else ""
+    )
+
+
+def _verdict(t: Target) -> str:
+    return "[green]met" if t.met else "[red]missed"
