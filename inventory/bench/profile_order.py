@@ -42,6 +42,12 @@ def user_system(pid: int) -> tuple[float, float]:
     return int(fields[11]) / TICKS, int(fields[12]) / TICKS
 
 
+def py_spy() -> str | None:
+    """py-spy on the PATH, or beside this Python (a virtual environment not activated)."""
+    beside = Path(sys.executable).parent / "py-spy"
+    return shutil.which("py-spy") or (str(beside) if beside.exists() else None)
+
+
 def profile(
     workers: dict[str, int],
     run: Any,
@@ -63,7 +69,7 @@ def profile(
     spies = {
         name: subprocess.Popen(
             [
-                shutil.which("py-spy") or "py-spy",
+                py_spy() or "py-spy",
                 "record",
                 "--pid",
                 str(pid),
@@ -133,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--out", default="profile-order", help="folder of the results")
     args = parser.parse_args(argv)
-    if shutil.which("py-spy") is None:
+    if py_spy() is None:
         print("py-spy not found: pip install py-spy", file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
