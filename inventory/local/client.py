@@ -1,12 +1,50 @@
-"""A small HTTP client of both services, as any user of the stack would write one."""
+"""A small HTTP client of both services, as any user of the stack would write one, and how long
+a client should wait for a call that can meet a lock wait, derived from the stack's settings."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
 from inventory.local.stack_state import StackState
+from order_service.flow import FLAG_REWRITES, FLAG_WRITE_SECONDS
+from shared.redis_client import TIMEOUTS as REDIS_TIMEOUTS
+from shared.settings import Settings
+
+# What a client allows beyond a call's own legitimate wait: a loaded machine's scheduling,
+# the database write after the lock, a request queued behind others in gunicorn.
+SLACK = 10.0
+
+
+def stack_settings(state: StackState, environ: Mapping[str, str]) -> Settings:
+    """The settings the stack's services run with: `environ` is the environment `up` was given
+    (for `inventory up`, the command's own), overridden by what it recorded, as `up` does."""
+    return Settings.from_env({**environ, **state.env()})
+
+
+def lock_call_timeout(settings: Settings) -> float:
+    """How long to wait for a call that takes a lock: PUT /stock (the seed), PUT /reduceStock,
+    /voidFlag, /returnStock. The lock's wait, LOCK_TIMEOUT, covers a ZooKeeper reconnection (a
+    claim waits for the connection within its deadline) and a worker's first connection; but
+    a ZooKeeper request in flight when the connection stalls fails only at kazoo's read
+    timeout (two thirds of the session timeout), which can end past the lock's deadline."""
+    return settings.lock_timeout + settings.zk_session_timeout * 2 / 3 + SLACK
+
+
+def order_call_timeout(settings: Settings) -> float:
+    """How long to wait for POST /genOrder, whose path may take the whole of what the order
+    service allows itself (order_service/flow.py): the flag written to Redis, the stock call's
+    budget (its last attempt may begin just before the budget ends), once more for a flag the
+    stock service did not know, the confirmation polls, and the void of an unknown outcome."""
+    flag = FLAG_WRITE_SECONDS + REDIS_TIMEOUTS["socket_timeout"]
+    stock_call = settings.stock_call_budget + settings.stock_call_timeout
+    polls = (
+        sum(settings.confirm_backoff)
+        + (len(settings.confirm_backoff) + 1) * settings.stock_call_timeout
+    )
+    return (1 + FLAG_REWRITES) * (flag + stock_call) + polls + stock_call + SLACK
 
 
 class StackClient:

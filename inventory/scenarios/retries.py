@@ -13,7 +13,7 @@ import redis
 from rich.console import Console
 
 from inventory.local import stack_state
-from inventory.local.client import StackClient
+from inventory.local.client import StackClient, lock_call_timeout
 from inventory.local.servers import ServerProcess, start_redis
 from inventory.scenarios.demo import RedisMonitor
 from inventory.scenarios.rig import (
@@ -25,6 +25,7 @@ from inventory.scenarios.rig import (
     flag_commands,
     log_lines,
     order_body,
+    scenario_settings,
     scenario_stack,
     timed_order,
 )
@@ -177,7 +178,7 @@ def _reduce(state: stack_state.StackState, flag: str, goods: str) -> httpx.Respo
         response = httpx.put(
             f"{state.stock_url}/reduceStock/{flag}",
             json=[{"goodsId": goods, "goodsNum": 1}],
-            timeout=10,
+            timeout=lock_call_timeout(scenario_settings(state)),  # it may wait for the lock
         )
         if response.status_code != 503:
             return response

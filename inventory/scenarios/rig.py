@@ -3,6 +3,7 @@ step with its evidence, background calls, and the invariant check at the end."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -18,11 +19,12 @@ from rich.console import Console
 
 from inventory.check import CheckResult, print_results, run_check
 from inventory.local import stack, stack_state
-from inventory.local.client import StackClient
+from inventory.local.client import StackClient, stack_settings
 from inventory.local.homes import temporary_home
 from inventory.local.servers import wait_until
 from inventory.scenarios.demo import RedisMonitor
 from shared.faults import LAST_PID
+from shared.settings import Settings
 
 # Short timeouts so every story takes seconds; what each one means is in docs/configuration.md.
 SCENARIO_ENV = {
@@ -82,6 +84,13 @@ def scenario_stack(
             yield state
         finally:
             stack.down(home=home, say=lambda *_: None)
+
+
+def scenario_settings(
+    state: stack_state.StackState, env: Mapping[str, str] | None = None
+) -> Settings:
+    """The settings of the services of `scenario_stack(name, env)`."""
+    return stack_settings(state, {**os.environ, **SCENARIO_ENV, **(env or {})})
 
 
 @dataclass

@@ -4,12 +4,14 @@ one order's journey carries the same request id, order id and flag in both servi
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import httpx
 import pytest
 
 from inventory.local import stack
+from inventory.local.client import lock_call_timeout, order_call_timeout, stack_settings
 from inventory.local.servers import ServerProcess
 
 pytestmark = pytest.mark.e2e
@@ -29,15 +31,19 @@ def test_one_orders_journey_carries_one_request_id_through_both_services(
         "LOG_FORMAT": "json",
     }
     state = stack.up(home=tmp_path, extra_env=env, say=lambda *_: None)
+    settings = stack_settings(state, {**os.environ, **env})
     try:
         httpx.put(
-            f"{state.stock_url}/stock/log-phone", json={"num": 3}, headers=state.admin_headers()
+            f"{state.stock_url}/stock/log-phone",
+            json={"num": 3},
+            headers=state.admin_headers(),
+            timeout=lock_call_timeout(settings),  # the seed takes the goods id's lock
         ).raise_for_status()
         answer = httpx.post(
             f"{state.order_url}/genOrder",
             json={"userId": "logan", "goodsIds": ["log-phone"]},
             headers={"X-Request-Id": "journey-42"},
-            timeout=30,
+            timeout=order_call_timeout(settings),
         )
         assert answer.status_code == 200, answer.text
         assert answer.headers["X-Request-Id"] == "journey-42"

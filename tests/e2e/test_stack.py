@@ -19,7 +19,9 @@ import httpx
 import pytest
 
 from inventory.local import homes, stack_state
+from inventory.local.client import lock_call_timeout, order_call_timeout, stack_settings
 from inventory.local.servers import pid_alive
+from shared.settings import Settings
 
 pytestmark = pytest.mark.e2e
 
@@ -37,6 +39,12 @@ def cli_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     ):
         env.pop(var, None)
     return env
+
+
+def settings_of(state: stack_state.StackState, extra: dict[str, str] | None = None) -> Settings:
+    """The settings of the services of a stack started by `run_cli(home, "up", extra=extra)`:
+    what its clients' timeouts are derived from."""
+    return stack_settings(state, cli_env(Path(state.home), extra))
 
 
 def run_cli(
@@ -66,9 +74,11 @@ def running_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[stack_st
     assert not any(pid_alive(pid) for pid in state.pids.values())
 
 
-async def place_orders(url: str, goods: str, count: int) -> tuple[Counter[int], float]:
+async def place_orders(
+    url: str, goods: str, count: int, timeout: float
+) -> tuple[Counter[int], float]:
     limits = httpx.Limits(max_connections=count)
-    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=timeout, limits=limits) as client:
         started = time.perf_counter()
         responses = await asyncio.gather(
             *(
@@ -86,11 +96,16 @@ def test_two_hundred_buyers_of_forty_units_over_gunicorn(
     state = running_stack
     # zookeeper, redis, one gunicorn master per service, and the two elected reconcilers
     assert len(state.pids) == 6
+    settings = settings_of(state)
     httpx.put(
-        f"{state.stock_url}/stock/e2e-phone", json={"num": 40}, headers=state.admin_headers()
+        f"{state.stock_url}/stock/e2e-phone",
+        json={"num": 40},
+        headers=state.admin_headers(),
+        timeout=lock_call_timeout(settings),  # the seed takes the goods id's lock
     ).raise_for_status()
 
-    statuses, elapsed = asyncio.run(place_orders(state.order_url, "e2e-phone", 200))
+    orders = place_orders(state.order_url, "e2e-phone", 200, order_call_timeout(settings))
+    statuses, elapsed = asyncio.run(orders)
     print(f"\n200 orders in {elapsed:.2f}s = {200 / elapsed:.0f} orders/s: {dict(statuses)}")
 
     assert statuses == {200: 40, 409: 160}
@@ -244,25 +259,40 @@ def test_a_zookeeper_restart_under_two_reconcilers_still_settles_a_leftover_orde
     state = stack_state.load_state(home)
     assert state is not None
     engine = sa.create_engine(state.order_database_url)
+    # The seed takes the goods id's lock, and the order's deduction too: right after the
+    # restart either may wait for the lock service's reconnection, as long as LOCK_TIMEOUT.
+    settings = settings_of(state, fast)
+    seed_wait, order_wait = lock_call_timeout(settings), order_call_timeout(settings)
 
     def leftover(within: float = 30) -> str:
         """An order made, then put back to PENDING: what a worker killed after the stock
-        commit leaves. Right after ZooKeeper comes back an order may still fail (its deduction
-        voided while the lock service reconnected): correct, but not a leftover, so a fresh
-        order is placed until one is confirmed."""
+        commit leaves. Right after ZooKeeper comes back, the stock service may still be
+        reconnecting: a seed then waits for it, or answers 503 if it is not back within the
+        lock's wait, and is sent again; an order may still fail (its deduction voided while
+        the lock service reconnected): correct, but not a leftover, so a fresh order is
+        placed until one is confirmed."""
         deadline = time.monotonic() + within
         answers: list[str] = []
         while True:
             goods = f"e2e-left-{time.monotonic_ns()}"
-            httpx.put(
-                f"{state.stock_url}/stock/{goods}", json={"num": 5}, headers=state.admin_headers()
-            ).raise_for_status()
-            answer = httpx.post(
-                f"{state.order_url}/genOrder", json={"userId": "u", "goodsIds": [goods]}, timeout=30
+            seeded = httpx.put(
+                f"{state.stock_url}/stock/{goods}",
+                json={"num": 5},
+                headers=state.admin_headers(),
+                timeout=seed_wait,
             )
-            if answer.status_code == 200 and answer.json().get("status") == "CONFIRMED":
-                break
-            answers.append(answer.text[:200])
+            if seeded.status_code == 503:  # the lock service not back yet: the seed again
+                answers.append(f"seed: {seeded.text[:200]}")
+            else:
+                seeded.raise_for_status()
+                answer = httpx.post(
+                    f"{state.order_url}/genOrder",
+                    json={"userId": "u", "goodsIds": [goods]},
+                    timeout=order_wait,
+                )
+                if answer.status_code == 200 and answer.json().get("status") == "CONFIRMED":
+                    break
+                answers.append(answer.text[:200])
             if time.monotonic() > deadline:
                 pytest.fail(f"no order confirmed within {within} s: {answers}")
             time.sleep(0.5)

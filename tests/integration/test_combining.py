@@ -19,6 +19,7 @@ import sqlalchemy as sa
 
 import migrations
 import stock_service
+from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
 from shared.settings import Settings
 from stock_service.deduction import LANE
@@ -87,9 +88,10 @@ def one_batch(s: Services, requests: list[tuple[str, Lines]]) -> list[tuple[int,
                 set_flags(s, flag)
                 futures.append(pool.submit(reduce, s, flag, lines))
                 queued(deps, i + 1)
-        assert pilot_answer.result(30)[0] in (200, 409)
+        # Each answer comes within its lock's wait (the holder above released it at once).
+        assert pilot_answer.result(lock_call_timeout(s.settings))[0] in (200, 409)
         for i, future in enumerate(futures):
-            answers[i] = future.result(30)
+            answers[i] = future.result(lock_call_timeout(s.settings))
     return [a for a in answers if a is not None]
 
 
@@ -310,7 +312,7 @@ def test_a_batch_does_not_wait_past_its_patience_for_a_lock_stuck_elsewhere(
             # Served while the stuck one still waits (for its 3 s timeout).
             assert not waiting.done()
             assert [body["outcome"] for _, body in served] == ["deducted"] * 3
-            status, body = waiting.result(10)
+            status, body = waiting.result(lock_call_timeout(configured))
         assert (status, body["dependency"]) == (503, "lock")
         assert s.level(stuck) == 5 and s.level(free) == 2
         assert flags_in_redis(s, [stuck_flag]) == [stuck_flag]
@@ -373,13 +375,14 @@ def test_a_split_batch_answers_what_it_committed_at_once_and_lets_each_wait_its_
             late_answer = pool.submit(timed, late, {stuck: 1})
             queued(deps, 2)
             go_on.set()  # the early and the late request now form one batch
-            assert pilot_answer.result(10)[0] == 200
-            assert early_answer.result(10) == (200, early_answer.result()[1])
+            wait = lock_call_timeout(configured)
+            assert pilot_answer.result(wait)[0] == 200
+            assert early_answer.result(wait) == (200, early_answer.result()[1])
             # Committed within the patience of the batch, not at the rest's timeout.
             assert finished[early] - start < 2.0, finished[early] - start
             time.sleep(max(0.0, start + 3.5 - time.monotonic()))
             # Past the early request's deadline (start + 3.0 s), within the late one's own.
             stuck_holder.release()
-            status, body = late_answer.result(10)
+            status, body = late_answer.result(wait)
         assert (status, body["outcome"]) == (200, "deducted"), body
         assert (s.level(free), s.level(stuck)) == (4, 4)

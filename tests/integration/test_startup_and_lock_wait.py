@@ -11,6 +11,7 @@ import pytest
 import redis as redis_lib
 
 import stock_service
+from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
 from shared.locks.zookeeper import ZooKeeperLocks
 from shared.settings import Settings
@@ -65,9 +66,11 @@ def test_a_deduction_that_arrives_while_zookeeper_reconnects_waits_for_it(
     wait for the connection within their own LOCK_TIMEOUT. Failing them at once voided their
     orders in the chaos run's kill-zk-leader window."""
     zk = start_zookeeper(tmp_path / "zk", fsync=False)
-    settings = make_settings(database_url, zk, redis_server, zk_session_timeout=6.0)
+    settings = make_settings(
+        database_url, zk, redis_server, zk_session_timeout=6.0, lock_timeout=10.0
+    )
     try:
-        with running_services(settings.with_(lock_timeout=10.0)) as s:
+        with running_services(settings) as s:
             deps = s.stock_app.extensions["stock"]
             goods, flag = unique(), unique("flag")
             s.seed(goods, 5)  # connects the stock service's ZooKeeper client
@@ -84,7 +87,8 @@ def test_a_deduction_that_arrives_while_zookeeper_reconnects_waits_for_it(
                     time.sleep(1.0)  # it waits, rather than answering 503 at once
                     assert not answer.done()
                     zk.resume()
-                    response = answer.result(15)
+                    # Within its lock's wait, which began before the resume.
+                    response = answer.result(lock_call_timeout(settings))
             finally:
                 zk.resume()
             assert (response.status_code, response.json["outcome"]) == (200, "deducted")
