@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from shared.contract import MAX_BATCH_FLAGS
+from shared.redis_client import TIMEOUTS as REDIS_TIMEOUTS
 
 # One genOrder writes its flag at most this many times (the first, and once again after the
 # stock service said it does not know the flag: Redis lost it), and calls reduceStock as often.
@@ -147,17 +148,19 @@ class Settings:
         return settings
 
     def request_budget(self) -> float:
-        """The longest one genOrder request can run, in seconds, from these settings: its flag
-        writes, its reduceStock calls (each round within STOCK_CALL_BUDGET, plus the attempt
-        that began just before the budget ran out, which runs its whole timeout), the polls
-        of the stock flow (the backoff, and one read's timeout each), the void, and a margin
-        for the database steps. A reconciler that waits this long never races a request."""
+        """The longest one genOrder request can run once its order is written, in seconds,
+        from these settings: its flag writes (each round within FLAG_WRITE_SECONDS, plus the
+        write begun last, which may wait Redis's socket timeout), its reduceStock calls (each
+        round within STOCK_CALL_BUDGET, plus the attempt begun last, which runs its whole
+        timeout), the polls of the stock flow (the backoff, and one read's timeout each), the
+        void, and a margin for the database steps. A reconciler that waits this long never
+        races a request."""
+        one_write = self.flag_write_seconds + REDIS_TIMEOUTS["socket_timeout"]
         one_call = self.stock_call_budget + self.stock_call_timeout
-        polls = (
-            sum(self.confirm_backoff) + (len(self.confirm_backoff) + 1) * self.stock_call_timeout
-        )
+        reads = len(self.confirm_backoff) + 1
+        polls = sum(self.confirm_backoff) + reads * self.stock_call_timeout
         return (
-            FLAG_WRITES * self.flag_write_seconds
+            FLAG_WRITES * one_write
             + FLAG_WRITES * one_call
             + polls
             + one_call  # the void

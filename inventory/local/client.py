@@ -9,8 +9,6 @@ from typing import Any
 import httpx
 
 from inventory.local.stack_state import StackState
-from order_service.flow import FLAG_REWRITES, FLAG_WRITE_SECONDS
-from shared.redis_client import TIMEOUTS as REDIS_TIMEOUTS
 from shared.settings import Settings
 
 # What a client allows beyond a call's own legitimate wait: a loaded machine's scheduling,
@@ -35,16 +33,10 @@ def lock_call_timeout(settings: Settings) -> float:
 
 def order_call_timeout(settings: Settings) -> float:
     """How long to wait for POST /genOrder, whose path may take the whole of what the order
-    service allows itself (order_service/flow.py): the flag written to Redis, the stock call's
-    budget (its last attempt may begin just before the budget ends), once more for a flag the
-    stock service did not know, the confirmation polls, and the void of an unknown outcome."""
-    flag = FLAG_WRITE_SECONDS + REDIS_TIMEOUTS["socket_timeout"]
-    stock_call = settings.stock_call_budget + settings.stock_call_timeout
-    polls = (
-        sum(settings.confirm_backoff)
-        + (len(settings.confirm_backoff) + 1) * settings.stock_call_timeout
-    )
-    return (1 + FLAG_REWRITES) * (flag + stock_call) + polls + stock_call + SLACK
+    service allows itself: its wait in its process's queue of orders (order_service/
+    batching.py: STOCK_CALL_BUDGET at most), then one request's budget once its order is
+    written (Settings.request_budget: the flag writes, the stock calls, the polls, the void)."""
+    return settings.stock_call_budget + settings.request_budget() + SLACK
 
 
 class StackClient:

@@ -19,6 +19,7 @@ import os
 import secrets
 import shutil
 import sys
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from inventory.local.lock_servers import (
 )
 from inventory.local.monitoring import INSTALL_HINT, scrape_config, start_prometheus, static_targets
 from inventory.local.servers import (
+    ServerError,
     free_port,
     pid_alive,
     port_open,
@@ -188,22 +190,61 @@ def start_services(
     state: StackState, env: dict[str, str], started: dict[str, int]
 ) -> dict[str, str]:
     """Both services under gunicorn, on 8082 and 8081 when free; their environment returned
-    (the reconcilers get the same)."""
+    (the reconcilers get the same). The stock service first: the order service is told the
+    port it really got."""
     home = Path(state.home)
-    stock_port, order_port = preferred_port(8082), preferred_port(8081)
-    if order_port == stock_port:
-        order_port = free_port()
-    state.stock_url = f"http://127.0.0.1:{stock_port}"
-    state.order_url = f"http://127.0.0.1:{order_port}"
-    service_env = {**env, **state.env()}
     workers, threads = state.workers, state.threads
-    started["stock_service"] = start_service(
-        "stock_service", stock_port, home, service_env, workers, threads
+
+    def stock_env(port: int) -> dict[str, str]:
+        state.stock_url = f"http://127.0.0.1:{port}"
+        return {**env, **state.env()}
+
+    started["stock_service"], _ = start_listening(
+        "stock_service", preferred_port(8082), home, stock_env, workers, threads
     )
-    started["order_service"] = start_service(
-        "order_service", order_port, home, service_env, workers, threads * 2
+
+    def order_env(port: int) -> dict[str, str]:
+        state.order_url = f"http://127.0.0.1:{port}"
+        return {**env, **state.env()}
+
+    order_port = preferred_port(8081)
+    if f":{order_port}" in state.stock_url:
+        order_port = free_port()
+    started["order_service"], _ = start_listening(
+        "order_service", order_port, home, order_env, workers, threads * 2
     )
-    return service_env
+    return {**env, **state.env()}
+
+
+def start_listening(
+    module: str,
+    port: int,
+    home: Path,
+    env_for: Callable[[int], dict[str, str]],
+    workers: int,
+    threads: int,
+    attempts: int = 3,
+) -> tuple[int, int]:
+    """One service started, and waited for until its own gunicorn listens on its port (its
+    log says so, with its pid): a port that looked free can be taken by another program
+    before gunicorn binds it, and a health check would then be answered by that program.
+    Bound elsewhere: started again on a free port. Its pid and port."""
+    log = home / f"{module}.log"
+    for _ in range(attempts):
+        pid = start_service(module, port, home, env_for(port), workers, threads)
+        listening = f"Listening at: http://127.0.0.1:{port} ({pid})"
+        taken = f"[{pid}] [ERROR] Connection in use"
+
+        def bound(listening: str = listening, taken: str = taken) -> bool:
+            text = log.read_text(errors="replace") if log.exists() else ""
+            return listening in text or taken in text
+
+        wait_until(bound, 60, f"{module} to bind port {port}", log, alive=partial(pid_alive, pid))
+        if listening in log.read_text(errors="replace"):
+            return pid, port
+        stop_pid(pid)
+        port = free_port()
+    raise ServerError(f"{module}: no port could be bound in {attempts} attempts (log: {log})")
 
 
 def start_reconcilers(
