@@ -254,6 +254,8 @@ def placement_answer(placement: Placement) -> tuple[Response, int, dict[str, str
     if placement.shortfalls:
         body["shortfalls"] = placement.shortfalls
     headers = {"Idempotent-Replayed": "true"} if placement.replayed else {}
+    if placement.batch:  # how many orders its batch placed together (order_service/batching.py)
+        headers["Server-Timing"] = f"batch;desc={placement.batch}"
     code = PLACED.get(order.status, 202)
     if placement.unavailable and order.status not in (CONFIRMED, AWAITING_PAYMENT):
         code = 503

@@ -44,7 +44,7 @@ from order_service.store import OrderStore
 from order_service.transitions import Finish, NewOrder
 from shared.combining import BatchHandle, Combiner
 from shared.contract import Outcome
-from shared.metrics import ORDERS
+from shared.metrics import ORDER_BATCH_SIZE, ORDERS
 from shared.retry import RetryBudget
 from shared.settings import FLAG_WRITES
 
@@ -61,6 +61,7 @@ class Placed:
     code: str | None = None  # the reason's code of a FAILED order, for the metrics
     unavailable: str | None = None  # the dependency whose failure decided the outcome
     shortfalls: tuple[dict[str, object], ...] = ()
+    batch: int = 1  # the orders of its batch
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,7 @@ class Unclear:
     """PENDING, its outcome not learned: its own thread polls the flow, then voids."""
 
     answer: StockAnswer
+    batch: int = 1
 
 
 @dataclass(frozen=True)
@@ -117,6 +119,7 @@ class OrderBatches:
         lane's next batch start (handle.detach) rather than hold its orders up: batches run
         one at a time while all goes well, side by side while a dependency is slow."""
         orders = [order for order, _ in items]
+        ORDER_BATCH_SIZE.observe(len(orders))
         created, taken = self.create(orders)
         results: dict[str, BatchResult] = {o.order_id: KeyTaken() for o in taken}
         if created:
@@ -156,7 +159,7 @@ class OrderBatches:
         ids = [order.order_id for order in orders]
         if not self.write_flags(ids, in_trouble):  # no flag, no stock call: nothing deducted
             return self.finish(
-                [Finish(i, FAILED, REDIS_UNAVAILABLE) for i in ids], unavailable="redis"
+                [Finish(i, FAILED, REDIS_UNAVAILABLE) for i in ids], "redis", len(ids)
             )
         wanted = {order.order_id: order.lines for order in orders}
         answers = self.call_stock(wanted, in_trouble)
@@ -179,8 +182,8 @@ class OrderBatches:
             elif answer.outcome == "rejected":
                 results[order.order_id] = Rejected(answer)
             else:
-                results[order.order_id] = Unclear(answer)
-        results.update(self.finish(finishes))
+                results[order.order_id] = Unclear(answer, len(orders))
+        results.update(self.finish(finishes, batch=len(orders)))
         return results
 
     def write_flags(
@@ -233,7 +236,7 @@ class OrderBatches:
         return self.stock.reduce_many(wanted, in_trouble)
 
     def finish(
-        self, finishes: list[Finish], unavailable: str | None = None
+        self, finishes: list[Finish], unavailable: str | None = None, batch: int = 1
     ) -> dict[str, BatchResult]:
         """Step 7 for the orders whose outcome is known: one transaction; each answered from
         its row as it ended."""
@@ -248,9 +251,9 @@ class OrderBatches:
             if state.status == f.status:
                 ORDERS.labels(f.status, code or "none").inc()
                 ended[f.status] += 1
-                results[f.order_id] = Placed(state, code, unavailable, f.shortfalls)
+                results[f.order_id] = Placed(state, code, unavailable, f.shortfalls, batch)
             else:  # settled or cancelled meanwhile: the row says what it became
-                results[f.order_id] = Placed(state)
+                results[f.order_id] = Placed(state, batch=batch)
         log.info(
             "batch of %d orders: %s; %s",
             len(finishes),

@@ -127,7 +127,7 @@ class OrderFlow:
             return self.replay(existing, request)
         if isinstance(result, Placed):
             shortfalls = list(result.shortfalls)
-            return Placement(result.order, unavailable=result.unavailable, shortfalls=shortfalls)
+            return Placement(result.order, False, result.unavailable, shortfalls, result.batch)
         if isinstance(result, Rejected):
             raise self.undo_rejected(order_id, result.answer)
         flows = self.poll_flows(order_id)

@@ -127,6 +127,7 @@ class Placement:
     replayed: bool = False  # a repeat of an Idempotency-Key: the first request's order
     unavailable: str | None = None  # the dependency whose failure decided or left the outcome
     shortfalls: list[Any] = field(default_factory=list)
+    batch: int = 0  # the orders placed in its batch (0: none, a repeat of a key)
 
 
 class IdempotencyKeyReused(Exception):

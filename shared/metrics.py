@@ -59,6 +59,11 @@ LOCK_HOLD = Histogram(
 BATCH_SIZE = Histogram(
     "deduct_batch_size", "Requests served in one lock hold", buckets=(1, 2, 4, 8, 16, 32, 64)
 )
+ORDER_BATCH_SIZE = Histogram(
+    "order_batch_size",
+    "Orders placed in one batch of the order service",
+    buckets=(1, 2, 4, 8, 16, 32, 64),
+)
 FENCING_REFUSALS = Counter(
     "fencing_refusals_total", "Writes refused because a newer lock holder had written"
 )

@@ -25,7 +25,8 @@ def print_report(report: BenchReport, console: Any) -> None:
             f"inventory bench: {report.database}, {os.cpu_count()} cores, "
             f"{report.concurrency} callers, median of {report.rounds} round(s)"
         ),
-        caption="batch: mean / p99 requests per lock hold; CPU ms: per request, every process",
+        caption="batch: mean / p99 requests per lock hold (genOrder: orders per batch of the "
+        "order service); CPU ms: per request, every process",
     )
     table.columns[0].no_wrap = True
     for m in measures:
