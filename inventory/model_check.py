@@ -132,7 +132,7 @@ ACTIONS: dict[str, str] = {
     "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
     "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
     "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
-    "a refused (superseded) reconciler stands down": "order_service.reconciler_service.lead",
+    "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
 }
 
 

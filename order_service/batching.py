@@ -162,7 +162,8 @@ class OrderBatches:
                 [Finish(i, FAILED, REDIS_UNAVAILABLE) for i in ids], "redis", len(ids)
             )
         wanted = {order.order_id: order.lines for order in orders}
-        answers = self.call_stock(wanted, in_trouble)
+        holds = frozenset(order.order_id for order in orders if order.pay_within)
+        answers = self.call_stock(wanted, in_trouble, holds)
         finishes: list[Finish] = []
         results: dict[str, BatchResult] = {}
         for order in orders:
@@ -208,11 +209,15 @@ class OrderBatches:
         return False
 
     def call_stock(
-        self, wanted: dict[str, dict[str, int]], in_trouble: Callable[[], None] = lambda: None
+        self,
+        wanted: dict[str, dict[str, int]],
+        in_trouble: Callable[[], None] = lambda: None,
+        holds: frozenset[str] = frozenset(),
     ) -> dict[str, StockAnswer]:
         """Step 5, reduceStock with the same flags throughout (retries included); a flag the
-        stock service does not know (Redis lost it) is written again and asked again, once."""
-        answers = self._reduce(wanted, in_trouble)
+        stock service does not know (Redis lost it) is written again and asked again, once.
+        `holds`: the flags of holds, whose units stay held until paid."""
+        answers = self._reduce(wanted, in_trouble, holds)
         for _ in range(FLAG_WRITES - 1):
             lost = [f for f, a in answers.items() if a.outcome == Outcome.UNKNOWN_FLAG]
             if not lost:
@@ -221,19 +226,22 @@ class OrderBatches:
             if not self.write_flags(lost):
                 break
             log.warning("the stock service does not know %d flags: written again", len(lost))
-            again = self._reduce({flag: wanted[flag] for flag in lost}, in_trouble)
+            again = self._reduce({flag: wanted[flag] for flag in lost}, in_trouble, holds)
             for flag, answer in again.items():
                 answer.attempts += answers[flag].attempts
                 answers[flag] = answer
         return answers
 
     def _reduce(
-        self, wanted: dict[str, dict[str, int]], in_trouble: Callable[[], None]
+        self,
+        wanted: dict[str, dict[str, int]],
+        in_trouble: Callable[[], None],
+        holds: frozenset[str],
     ) -> dict[str, StockAnswer]:
         if len(wanted) == 1:  # a lone order: the article's route
             [(flag, lines)] = wanted.items()
-            return {flag: self.stock.reduce_stock(flag, lines, in_trouble)}
-        return self.stock.reduce_many(wanted, in_trouble)
+            return {flag: self.stock.reduce_stock(flag, lines, in_trouble, flag in holds)}
+        return self.stock.reduce_many(wanted, in_trouble, holds)
 
     def finish(
         self, finishes: list[Finish], unavailable: str | None = None, batch: int = 1

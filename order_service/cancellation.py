@@ -136,6 +136,7 @@ class Cancellation:
         paid, state = _known(order_id, lambda: transitions.pay(self.store, order_id))
         if paid:
             log.info("order %s paid", order_id)
+            self.release_hold(order_id)
             return Outcome(state)
         if state.status == CONFIRMED and state.paid_at is not None:
             return Outcome(state)  # paid before, or by a concurrent click: paid
@@ -145,6 +146,15 @@ class Cancellation:
                 return Outcome(expired.order)  # a concurrent pay won after all
             return Outcome(expired.order, expired.unavailable, refused=EXPIRED)
         return Outcome(state, refused=_not_payable(state))
+
+    def release_hold(self, order_id: str) -> bool:
+        """A paid hold's units are no longer held: the stock service told, and the order
+        database's note of it (hold_release, written by the pay) removed. No answer: the
+        elected reconciler tells it later."""
+        if not self.stock.release_hold(order_id):
+            return False
+        transitions.hold_released(self.store, order_id)
+        return True
 
     def expire(self, order_id: str, fence: Fence | None = None) -> Outcome:
         """An unpaid hold past its deadline: cancelled, its stock returned."""

@@ -15,9 +15,12 @@ orders failed or were confirmed):
 - AWAITING_PAYMENT past its pay deadline: the hold expired unpaid; it is cancelled and its
   stock returned (order_service/cancellation.py: the expiry and a late pay race on the row, and
   exactly one wins).
+- a paid hold whose release the stock service has not acknowledged (hold_release, written by
+  the pay; the pay's own call got no answer): sent again (idempotent), so GET /stock's `held`
+  does not count it for ever.
 
 An unreachable stock service leaves an order for the next pass. Run by the elected reconciler
-(reconciler_service.py) every RECONCILE_INTERVAL, or by hand (`inventory reconcile`); it is
+(reconciler.py) every RECONCILE_INTERVAL, or by hand (`inventory reconcile`); it is
 idempotent.
 """
 
@@ -47,6 +50,8 @@ from order_service.transitions import Fence
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 200
+# A paid hold's release is the pay's own call first; the reconciler sends those older than this.
+HOLD_RELEASE_AGE = timedelta(seconds=10)
 
 
 @dataclass
@@ -58,6 +63,7 @@ class ReconcileReport:
     mismatched: list[str] = field(default_factory=list)  # flows that are not the order's lines
     unreachable: int = 0
     cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
+    released: list[str] = field(default_factory=list)  # paid holds' units released
 
 
 def reconcile(
@@ -91,6 +97,12 @@ def reconcile(
     _pages(store, PENDING, now - older_than, page_size, report, settle)
     _pages(store, CANCELLING, now - older_than, page_size, report, finish_cancel)
     _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True)
+    for order_id in store.hold_releases(now - HOLD_RELEASE_AGE, page_size):
+        report.examined += 1
+        if cancellation.release_hold(order_id):
+            report.released.append(order_id)
+        else:
+            report.unreachable += 1
     return report
 
 

@@ -4,10 +4,10 @@ order_service/store.py runs them."""
 
 from __future__ import annotations
 
-from sqlalchemy import and_, bindparam, insert, or_, select, update
+from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 
 from order_service.model import PENDING
-from order_service.tables import order_details, orders, reconciler_fence
+from order_service.tables import hold_release, order_details, orders, reconciler_fence
 
 # The fence row's update takes its row lock to the commit: two reconcilers that both believe
 # they lead are serialized there, and the older one, once the newer has written, is refused.
@@ -61,4 +61,14 @@ RECORD_SHORTFALL = (
     update(order_details)
     .where(order_details.c.order_id == bindparam("o"), order_details.c.goods_id == bindparam("g"))
     .values(available=bindparam("a"), seed_version=bindparam("v"))
+)
+INSERT_HOLD_RELEASE = insert(hold_release)
+DELETE_HOLD_RELEASE = delete(hold_release).where(hold_release.c.order_id == bindparam("o"))
+# The paid holds still to release, oldest first, created before a time (the pay's own call
+# gets the time to do it first).
+HOLD_RELEASES = (
+    select(hold_release.c.order_id)
+    .where(hold_release.c.created_at < bindparam("before"))
+    .order_by(hold_release.c.created_at, hold_release.c.order_id)
+    .limit(bindparam("limit"))
 )

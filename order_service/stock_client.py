@@ -18,12 +18,20 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
-from shared.contract import Outcome
+from order_service.stock_answers import (
+    REJECTED,
+    RETRYABLE_STATUS,
+    UNKNOWN,
+    StockAnswer,
+    StockDecision,
+    error_text,
+    json_or_text,
+    take_result,
+)
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
 from shared.retry import RetryBudget
@@ -31,34 +39,11 @@ from shared.retry import RetryBudget
 log = logging.getLogger(__name__)
 
 # What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
-UNKNOWN = "unknown"  # no answer that says what happened
-REJECTED = "rejected"  # the request itself was refused (400/404/422): nothing done
 KEEPALIVE_SECONDS = 2.0  # below gunicorn's keep-alive (inventory/local/gunicorn.py: 5 s)
-RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
 
 def _nothing() -> None:
     pass
-
-
-@dataclass
-class StockAnswer:
-    outcome: str  # a shared.contract.Outcome, REJECTED or UNKNOWN
-    status: int | None = None
-    body: Any = None
-    attempts: int = 0
-    error: str | None = None  # the last failure, for the order's reason and the log
-
-
-@dataclass(frozen=True)
-class StockDecision:
-    """What the stock database decided for a flag, as `void` or `return_stock` learned it."""
-
-    outcome: str  # void: a shared.contract.Decided; return_stock: returned or voided
-    flows: list[dict[str, Any]]  # the flows (void), or the return rows (return_stock)
-
-    def deducted_lines(self) -> dict[str, int]:
-        return {f["goodsId"]: f["num"] for f in self.flows}
 
 
 class StockClient:
@@ -102,10 +87,16 @@ class StockClient:
         self.sleep = sleep
 
     def reduce_stock(
-        self, flag: str, lines: dict[str, int], before_retry: Callable[[], None] = _nothing
+        self,
+        flag: str,
+        lines: dict[str, int],
+        before_retry: Callable[[], None] = _nothing,
+        hold: bool = False,
     ) -> StockAnswer:
         """`before_retry`: called before each attempt after the first (a batch lets the next
-        one start instead of holding it up while this call is in trouble)."""
+        one start instead of holding it up while this call is in trouble); `hold`: a hold's
+        deduction, its units held until paid (release_hold)."""
+        params = {"hold": "true"} if hold else None
         body = [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())]
         budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
         if self.sleep is not None:
@@ -119,16 +110,16 @@ class StockClient:
             client = self.http if budget.used == 1 else self.fresh
             try:
                 response = client.put(
-                    f"/reduceStock/{flag}", json=body, headers=request_id_headers()
+                    f"/reduceStock/{flag}", json=body, params=params, headers=request_id_headers()
                 )
             except httpx.TransportError as exc:
                 answer.error = f"{type(exc).__name__} calling the stock service"
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
                 continue
             answer.status = response.status_code
-            answer.body = _json_or_text(response)
+            answer.body = json_or_text(response)
             if response.status_code in RETRYABLE_STATUS:
-                answer.error = _error_text(answer.body, response.status_code)
+                answer.error = error_text(answer.body, response.status_code)
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
                 continue
             answer.error = None
@@ -142,7 +133,10 @@ class StockClient:
         return answer
 
     def reduce_many(
-        self, wanted: dict[str, dict[str, int]], before_retry: Callable[[], None] = _nothing
+        self,
+        wanted: dict[str, dict[str, int]],
+        before_retry: Callable[[], None] = _nothing,
+        holds: frozenset[str] = frozenset(),
     ) -> dict[str, StockAnswer]:
         """The batched PUT /reduceStock: each flag its own lines and its own answer, as
         reduce_stock would give it alone. Retried as reduce_stock is, with the same flags,
@@ -164,6 +158,7 @@ class StockClient:
                         "lines": [
                             {"goodsId": g, "goodsNum": n} for g, n in sorted(wanted[flag].items())
                         ],
+                        **({"hold": True} if flag in holds else {}),
                     }
                     for flag in pending
                 ]
@@ -181,7 +176,7 @@ class StockClient:
                     answers[flag].error = error
                 continue
             if response.status_code != 200:
-                error = _error_text(_json_or_text(response), response.status_code)
+                error = error_text(json_or_text(response), response.status_code)
                 log.warning(
                     "reduceStock of %d flags, attempt %d: %s", len(pending), budget.used, error
                 )
@@ -193,9 +188,22 @@ class StockClient:
                     return answers
                 continue
             for result in response.json()["results"]:
-                _take(answers[result["flag"]], result)
+                take_result(answers[result["flag"]], result)
             pending = [flag for flag in pending if answers[flag].outcome == UNKNOWN]
         return answers
+
+    def release_hold(self, flag: str) -> bool:
+        """A hold was paid: the stock service stops counting its units as held. True once it
+        answered (released now, or nothing to release); False when it gave no answer (the
+        elected reconciler sends it again)."""
+        try:
+            response = self.http.put(f"/holds/{flag}/release", headers=request_id_headers())
+        except httpx.TransportError as exc:
+            log.warning("release of hold %s: %s", flag, type(exc).__name__)
+            return False
+        if response.status_code != 200:
+            log.warning("release of hold %s: HTTP %d", flag, response.status_code)
+        return response.status_code == 200
 
     def void(self, flag: str) -> StockDecision | None:
         """Settle the flag: voided, or deducted (with its flows); None when the stock service
@@ -252,32 +260,3 @@ class StockClient:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
-
-
-def _take(answer: StockAnswer, result: dict[str, Any]) -> None:
-    """One flag's result of a batched call, as the single route's answer would have it."""
-    outcome = result["outcome"]
-    if outcome == Outcome.UNAVAILABLE:  # its 503: unknown, asked again
-        answer.error = f"HTTP 503: {result.get('error')}"
-        return
-    answer.error = None
-    answer.body = result
-    if outcome == Outcome.UNKNOWN_GOODS:  # its 404
-        answer.outcome, answer.status = REJECTED, 404
-        answer.body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
-        return
-    answer.outcome = str(outcome)
-    answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409
-
-
-def _json_or_text(response: httpx.Response) -> Any:
-    try:
-        return response.json()
-    except ValueError:
-        return response.text[:200]
-
-
-def _error_text(body: Any, status: int) -> str:
-    if isinstance(body, dict) and "error" in body:
-        return f"HTTP {status}: {body['error']}"
-    return f"HTTP {status}"

@@ -15,11 +15,14 @@ from sqlalchemy.engine import Connection
 
 from order_service.model import PENDING, OrderRow, OrderState
 from order_service.statements import (
+    DELETE_HOLD_RELEASE,
     FENCE_ADVANCE,
     FENCE_READ,
     FINISH,
     FINISH_GROUP,
+    HOLD_RELEASES,
     INSERT_DETAILS,
+    INSERT_HOLD_RELEASE,
     INSERT_ORDER,
     READ_STATE,
     READ_STATES,
@@ -137,6 +140,12 @@ class OrderWrite:
         ).rowcount
         return bool(moved == 1)
 
+    def add_hold_release(self, order_id: str) -> None:
+        self.conn.execute(INSERT_HOLD_RELEASE, {"order_id": order_id, "created_at": self.stamp})
+
+    def remove_hold_release(self, order_id: str) -> None:
+        self.conn.execute(DELETE_HOLD_RELEASE, {"o": order_id})
+
     def advance_fence(self, epoch: int, token: int) -> bool:
         """The reconciler fence up to (`epoch`, `token`), unless it is above it already
         (False)."""
@@ -213,6 +222,13 @@ class OrderStore:
         """The PENDING orders: the only ones whose outcome is unknown (a FAILED order was
         refused or voided by the stock database, and stays FAILED)."""
         return self.page(PENDING, created_before, after, limit)
+
+    def hold_releases(self, before: datetime, limit: int) -> list[str]:
+        """The paid holds whose release the stock service has not acknowledged, paid before
+        `before`."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            params = {"before": before, "limit": limit}
+            return [r.order_id for r in conn.execute(HOLD_RELEASES, params)]
 
     def get(self, order_id: str) -> OrderRow | None:
         return self._one(orders.c.id == order_id)

@@ -65,3 +65,14 @@ reconciler_fence = Table(
     Column("token", BigInteger, nullable=False),
     Column("epoch", BigInteger, nullable=False, server_default="0"),
 )
+
+# The paid holds whose units the stock service still counts as held: written in the pay's own
+# transaction (a small outbox), deleted once PUT /holds/{flag}/release answered; the elected
+# reconciler sends what a pay could not.
+hold_release = Table(
+    "hold_release",
+    metadata,
+    Column("order_id", String(32), primary_key=True),
+    Column("created_at", Timestamp, nullable=False),
+    Index("ix_hold_release_created", "created_at"),
+)

@@ -232,7 +232,15 @@ def pay(store: OrderStore, order_id: str) -> tuple[bool, OrderState]:
         paid = write.compare_and_set(
             order_id, (AWAITING_PAYMENT,), CONFIRMED, "paid", due=False, paid_at=write.stamp
         )
+        if paid:  # its units are no longer held: the stock service is told (hold_release)
+            write.add_hold_release(order_id)
         return paid, write.state(order_id)
+
+
+def hold_released(store: OrderStore, order_id: str) -> None:
+    """The stock service has released a paid hold's units: nothing left to tell it."""
+    with store.writing() as write:
+        write.remove_hold_release(order_id)
 
 
 def remove(store: OrderStore, order_id: str) -> bool:

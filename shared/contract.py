@@ -35,6 +35,11 @@ class Outcome(enum.StrEnum):
     # in time (503). Nothing was written for that flag.
     UNKNOWN_GOODS = "unknown_goods"
     UNAVAILABLE = "unavailable"
+    # An adjustment (POST /stock/{goodsId}/adjustments, an admin route): made; refused because
+    # the level was not the one the caller expected; refused because it would go below zero.
+    ADJUSTED = "adjusted"
+    STALE = "stale"
+    BELOW_ZERO = "below_zero"
 
 
 class Decided(enum.StrEnum):

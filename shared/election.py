@@ -40,6 +40,7 @@ from shared.locks.base import LockError
 from shared.locks.etcd import EtcdLocks
 from shared.locks.zookeeper import ZooKeeperLocks
 from shared.locks.zookeeper_claim import ZooKeeperClaim
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 RETRY = 0.5  # seconds between campaigns when the coordination service cannot be reached
@@ -162,3 +163,19 @@ class EtcdElector:
     def close(self) -> None:
         self.resign()
         self.locks.close()
+
+
+def make_elector(settings: Settings, path: str, identifier: str) -> Elector:
+    """An elector for one singleton job (the reconciler, the relay of stock events), on the
+    coordination service ELECTION_BACKEND names (by default: etcd with LOCK_BACKEND=etcd,
+    else ZooKeeper)."""
+    if settings.election() == "etcd":
+        endpoints = settings.etcd_endpoint_list()
+        return EtcdElector(endpoints, path, identifier, settings.etcd_lease_ttl)
+    return ZooKeeperElector(
+        settings.zk_hosts,
+        path,
+        identifier,
+        settings.zk_session_timeout,
+        auth=settings.zk_auth or None,
+    )

@@ -57,6 +57,9 @@ class Settings:
 
     # Lock strategy of the stock service.
     lock_backend: str = "zookeeper"
+    # Where the singleton jobs (the reconciler, the relay of stock events) elect their leader:
+    # zookeeper or etcd; empty: etcd with LOCK_BACKEND=etcd, else zookeeper.
+    election_backend: str = ""
     lock_scope: str = "sku"
     lock_timeout: float = 10.0  # seconds a deduction waits for its lock before a 503
     lock_root: str = "/inventory/locks"
@@ -74,6 +77,12 @@ class Settings:
     # How long a batch waits for all its locks before it serves the requests whose locks it
     # holds and lets the rest wait on their own (a lock stuck elsewhere never stalls others).
     deduct_batch_patience: float = 0.1
+    # Stock events: every ledger line (and threshold crossing) written to the outbox in its own
+    # commit, and published by the elected relay to this Redis Stream, capped near MAXLEN
+    # entries (XADD MAXLEN ~). STOCK_EVENTS=false writes none (to measure what they cost).
+    stock_events: bool = True
+    stock_events_stream: str = "inventory:stock-events"
+    stock_events_maxlen: int = 100_000
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True
@@ -173,6 +182,12 @@ class Settings:
             return self.request_budget()
         return self.reconcile_older_than
 
+    def election(self) -> str:
+        """The coordination service of the elections (ELECTION_BACKEND, or its default)."""
+        if self.election_backend:
+            return self.election_backend
+        return "etcd" if self.lock_backend == "etcd" else "zookeeper"
+
     def etcd_endpoint_list(self) -> list[str]:
         return [e.strip() for e in self.etcd_endpoints.split(",") if e.strip()]
 
@@ -187,6 +202,8 @@ class Settings:
     def validate(self) -> None:
         if self.lock_backend not in LOCK_BACKENDS:
             raise ValueError(f"LOCK_BACKEND must be one of {', '.join(LOCK_BACKENDS)}")
+        if self.election_backend not in ("", "zookeeper", "etcd"):
+            raise ValueError("ELECTION_BACKEND must be zookeeper or etcd (or empty)")
         if self.log_format not in ("text", "json"):
             raise ValueError("LOG_FORMAT must be text or json")
         if self.lock_scope not in LOCK_SCOPES:

@@ -13,11 +13,11 @@ from shared.api_app import answers
 from shared.contract import Decided
 from shared.health import add_health_route
 from shared.http_errors import ApiError
-from shared.locks import lock_names
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable, merge_lines
 from stock_service.answers import flag_result, flow_json, shortfalls_json
+from stock_service.batch import Adjustment
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (
@@ -26,6 +26,8 @@ from stock_service.schemas import (
     FlagPath,
     Flows,
     GoodsPath,
+    HoldQuery,
+    HoldReleased,
     InputModels,
     LevelSet,
     Returned,
@@ -37,7 +39,7 @@ from stock_service.schemas import (
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
-SERVICE_ROUTES = ("/reduceStock", "/voidFlag/", "/returnStock/", "/stockFlow/")
+SERVICE_ROUTES = ("/reduceStock", "/voidFlag/", "/returnStock/", "/stockFlow/", "/holds/")
 NOT_DEDUCTED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
 
 
@@ -50,6 +52,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
 
     @bp.put("/reduceStock/<flag>")
     @bp.input(FlagPath, location="path")
+    @bp.input(HoldQuery, location="query")
     @bp.input(models.lines, example=[{"goodsId": "sku-1", "goodsNum": 2}])
     @bp.doc(
         responses=answers(
@@ -75,7 +78,9 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             }
         )
     )
-    def reduce_stock(flag: str, path_data: Any, json_data: Any) -> tuple[Response, int, Any]:
+    def reduce_stock(
+        flag: str, path_data: Any, query_data: Any, json_data: Any
+    ) -> tuple[Response, int, Any]:
         """Deduct the lines once for this flag (the operation flag the order service wrote):
         deduped through Redis and the stock flow, under the lock of each goods id."""
         d = deps()
@@ -85,7 +90,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         if unknown:
             raise ApiError(404, f"unknown goods: {', '.join(unknown)}", goodsIds=unknown)
         deduction: StockDeduction = d.deduction
-        result = deduction.reduce(flag, lines)
+        result = deduction.reduce(flag, lines, query_data.hold)
         body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
         # The hold's own line (deduction.py) tells what its batch did; a request's line only
         # when it was not a plain deduction.
@@ -136,16 +141,17 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         commit where their locks allow."""
         d = deps()
         wanted = [
-            (f.flag, merge_lines(f.pairs(), d.settings.max_quantity)) for f in json_data.flags
+            (f.flag, merge_lines(f.pairs(), d.settings.max_quantity), f.hold)
+            for f in json_data.flags
         ]
-        flags = [flag for flag, _ in wanted]
+        flags = [flag for flag, _, _ in wanted]
         if len(set(flags)) != len(flags):
             raise ApiError(422, "a flag is sent twice: one flag is one operation")
-        unknown = set(d.store.unknown_goods(sorted({g for _, lines in wanted for g in lines})))
-        known = [(flag, lines) for flag, lines in wanted if not unknown & lines.keys()]
+        unknown = set(d.store.unknown_goods(sorted({g for _, lines, _ in wanted for g in lines})))
+        known = [w for w in wanted if not unknown & w[1].keys()]
         decided = iter(d.deduction.reduce_many(known) if known else [])
         results = []
-        for flag, lines in wanted:
+        for flag, lines, _hold in wanted:
             missing = sorted(unknown & lines.keys())
             if missing:
                 results.append(
@@ -223,7 +229,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         )
     )
     def get_stock(goodsId: str, path_data: Any) -> Response:
-        """The level of one goods id, what it was seeded with, and its fencing token."""
+        """The level of one goods id, the units of it held by unpaid holds, its low-stock
+        threshold, its ledger's last entry, what it was last set to, and its fencing token."""
         row = deps().store.level(goodsId)
         if row is None:
             raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
@@ -231,6 +238,9 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             {
                 "goodsId": goodsId,
                 "num": row["num"],
+                "held": row["held"],
+                "lowStock": row["low_stock"],
+                "seq": row["ledger_seq"],
                 "seededNum": row["seeded_num"],
                 "seedVersion": row["seed_version"],
                 "fence": row["fence"],
@@ -245,7 +255,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
     @bp.doc(
         responses=answers(
             {
-                200: (LevelSet, "Seeded: a new seed version"),
+                200: (LevelSet, "Set: a ledger entry of reason `set`, a new seed version"),
                 403: ADMIN_OFF,
                 413: BODY_TOO_LARGE,
                 503: DOWN,
@@ -253,12 +263,25 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         )
     )
     def put_stock(goodsId: str, path_data: Any, json_data: Any) -> Response:
-        """Admin: set a level (a new seed version), under the goods id's lock."""
+        """Admin: set a level (the seed), bringing the goods id into being if it is new: an
+        adjustment of reason `set` (nothing is overwritten: the ledger keeps what the level
+        was), under the goods id's lock, with a new seed version. It resets the row's fencing
+        token to this holder's: the way back into service after the lock service was rebuilt
+        (its tokens start again from small numbers)."""
         d = deps()
-        names = lock_names([goodsId], d.settings.lock_scope)
-        with d.locks.hold(names, d.settings.lock_timeout) as lease:
-            row = d.store.set_level(goodsId, json_data.num, lease)
+        d.deduction.adjust(Adjustment(goodsId, "set", num=json_data.num, reference="PUT /stock"))
+        row = d.store.level(goodsId)
+        assert row is not None
         return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})
+
+    @bp.put("/holds/<flag>/release")
+    @bp.input(FlagPath, location="path")
+    @bp.doc(responses=answers({200: (HoldReleased, "Released, or nothing to release"), 503: DOWN}))
+    def release_hold(flag: str, path_data: Any) -> Response:
+        """A hold was paid: its units are no longer counted as held (GET /stock's `held`). The
+        order service calls it after a pay; idempotent, and it needs no lock."""
+        log_context(flag=flag, order_id=flag)
+        return jsonify({"flag": flag, "released": deps().deduction.release_hold(flag)})
 
     add_health_route(bp, lambda: deps().health(), "the database, Redis and the lock service")
     return bp

@@ -24,6 +24,9 @@ from stock_service.api import SERVICE_ROUTES, stock_routes
 from stock_service.deduction import StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.faults_api import fault_routes
+from stock_service.holds import LockPolicy
+from stock_service.ledger import Ledger
+from stock_service.ledger_api import ledger_routes
 from stock_service.schemas import input_models
 from stock_service.store import StockStore
 
@@ -47,21 +50,23 @@ def create_app(settings: Settings | None = None) -> Flask:
     locks = make_lock_backend(settings, engine, redis_client)
     faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
     store = StockStore(engine)
-    deduction = StockDeduction(
-        store,
-        redis_client,
-        locks,
+    policy = LockPolicy(
         settings.lock_scope,
         settings.lock_timeout,
         settings.fencing,
-        faults,
-        batch_max=settings.deduct_batch_max,
-        patience=settings.deduct_batch_patience,
+        settings.deduct_batch_max,
+        settings.deduct_batch_patience,
     )
-    app.extensions["stock"] = StockDeps(settings, engine, redis_client, locks, store, deduction)
+    deduction = StockDeduction(
+        store, redis_client, locks, policy, faults, events=settings.stock_events
+    )
+    app.extensions["stock"] = StockDeps(
+        settings, engine, redis_client, locks, store, deduction, Ledger(engine)
+    )
     models = input_models(settings.max_lines, settings.max_quantity, settings.max_stock_level)
     admin = admin_auth(settings.admin_token)
     app.register_blueprint(stock_routes(models, admin))
+    app.register_blueprint(ledger_routes(admin, settings.max_stock_level))
     if settings.stock_service_token:
         app.before_request(service_guard(settings.stock_service_token, SERVICE_ROUTES))
     if not settings.admin_token:

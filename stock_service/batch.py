@@ -39,6 +39,26 @@ from shared.contract import AS_DEDUCTION, Decided, Outcome
 class Kind(enum.StrEnum):
     DEDUCT = "deduct"
     RETURN = "return"
+    ADJUST = "adjust"
+
+
+# The reasons an adjustment may give (POST /stock/{goodsId}/adjustments): `set` is an absolute
+# level (the admin seed is one), the others are changes by a delta or, with the level the
+# caller saw, to an absolute level (a compare-and-swap).
+REASONS = ("restock", "damaged", "correction", "count", "set")
+
+
+@dataclass(frozen=True)
+class Adjustment:
+    """A change of one goods id's level that is not an order's: by `delta`, or to `num`
+    (only if the level is `expected`, when given: a compare-and-swap)."""
+
+    goods_id: str
+    reason: str
+    delta: int | None = None
+    num: int | None = None
+    expected: int | None = None
+    reference: str | None = None
 
 
 @dataclass(frozen=True)
@@ -53,12 +73,28 @@ class Shortfall:
 
 @dataclass(frozen=True)
 class Request:
-    """One PUT /reduceStock (the operation flag and the quantity per goods id), or one return
-    of a flag's stock (its lines: the flag's flows, read before the hold)."""
+    """One PUT /reduceStock (the operation flag and the quantity per goods id; `hold`: a hold's
+    units, held until paid), one return of a flag's stock (its lines: the flag's flows, read
+    before the hold), or one adjustment (its id as the flag, its goods id as the one line)."""
 
     flag: str
     lines: Mapping[str, int]
     kind: Kind = Kind.DEDUCT
+    hold: bool = False
+    adjust: Adjustment | None = None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One line of the ledger a plan writes: a goods id's level moved by `delta` to
+    `level_after`, its `seq`-th entry; for request `index` of the batch."""
+
+    index: int
+    goods_id: str
+    kind: str  # deducted, returned, adjusted
+    delta: int
+    level_after: int
+    seq: int
 
 
 @dataclass
@@ -68,20 +104,27 @@ class Decision:
     # The stock-flow rows a deduction committed (set once committed): the same rows GET
     # /stockFlow/{flag} returns, so the answer can carry them.
     flows: list[dict[str, Any]] = field(default_factory=list)
+    level: int | None = None  # an adjustment's: the level after it, or the level that was stale
+    entries: list[Entry] = field(default_factory=list)  # its lines of the ledger
 
 
 @dataclass
 class Plan:
     decisions: list[Decision]  # one per request, in the batch's order
-    levels: dict[str, int]  # the level of every goods id after the deducted requests
-    changed: set[str]  # goods ids whose level the plan lowers
+    levels: dict[str, int]  # the level of every goods id after the batch
+    changed: set[str]  # goods ids whose level the plan moves
     returned: set[int] = field(default_factory=set)  # the requests that return stock now
     refused: set[int] = field(default_factory=set)  # the requests refused now (recorded)
+    entries: list[Entry] = field(default_factory=list)  # the ledger lines, in order
+    seqs: dict[str, int] = field(default_factory=dict)  # each changed goods id's last seq
+    held: dict[str, int] = field(default_factory=dict)  # the change of each held count
+    created: set[str] = field(default_factory=set)  # goods ids a `set` brings into being
+    seeded: set[str] = field(default_factory=set)  # goods ids set outright (a new seed)
 
     @property
     def writes(self) -> bool:
         """Whether the plan has anything to commit: a level, a flow, a return, a refusal."""
-        return bool(self.changed or self.refused)
+        return bool(self.changed or self.refused or self.created)
 
     def deducted(self, requests: Iterable[Request]) -> list[Request]:
         return [
@@ -99,48 +142,114 @@ class Plan:
         ]
 
 
-def plan(requests: list[Request], levels: Mapping[str, int], decided: Mapping[str, str]) -> Plan:
-    """`levels`: the level of each known goods id (a missing id has none to give);
-    `decided`: the flags the stock database has decided, with their decision."""
-    running = dict(levels)
+class _Ledger:
+    """The running levels, sequence numbers and held counts of one plan."""
+
+    def __init__(self, levels: Mapping[str, int], seqs: Mapping[str, int]) -> None:
+        self.levels = dict(levels)
+        self.seqs = dict(seqs)
+        self.entries: list[Entry] = []
+        self.changed: set[str] = set()
+        self.held: dict[str, int] = {}
+
+    def level(self, goods_id: str) -> int:
+        return self.levels.get(goods_id, 0)
+
+    def move(self, index: int, goods_id: str, kind: str, delta: int) -> Entry:
+        self.levels[goods_id] = self.level(goods_id) + delta
+        self.seqs[goods_id] = self.seqs.get(goods_id, 0) + 1
+        self.changed.add(goods_id)
+        entry = Entry(index, goods_id, kind, delta, self.levels[goods_id], self.seqs[goods_id])
+        self.entries.append(entry)
+        return entry
+
+    def hold(self, goods_id: str, units: int) -> None:
+        self.held[goods_id] = self.held.get(goods_id, 0) + units
+
+
+def plan(
+    requests: list[Request],
+    levels: Mapping[str, int],
+    decided: Mapping[str, str],
+    seqs: Mapping[str, int] | None = None,
+    held_flags: frozenset[str] = frozenset(),
+) -> Plan:
+    """`levels`: the level of each known goods id (a missing id has none to give; a `set`
+    brings it into being); `decided`: the flags the stock database has decided, with their
+    decision; `seqs`: each goods id's last ledger entry; `held_flags`: the deducted flags whose
+    units are still held (an unpaid hold), released when their stock comes back."""
+    ledger = _Ledger(levels, seqs or {})
     taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
-    changed: set[str] = set()
     returned: set[int] = set()
     refused: set[int] = set()
+    created: set[str] = set()
+    seeded: set[str] = set()
     decisions = []
     for index, request in enumerate(requests):
+        if request.adjust is not None:
+            decision = _adjust(index, request.adjust, ledger)
+            if decision.outcome is Outcome.ADJUSTED and request.adjust.reason == "set":
+                seeded.add(request.adjust.goods_id)
+                if request.adjust.goods_id not in levels:
+                    created.add(request.adjust.goods_id)
+            decisions.append(decision)
+            continue
         earlier = taken.get(request.flag)
         if request.kind is Kind.RETURN:
+            decision = Decision(Outcome.RETURNED if earlier is not None else Outcome.VOIDED)
             if earlier is Decided.DEDUCTED:
-                for goods_id, num in request.lines.items():
-                    running[goods_id] = running.get(goods_id, 0) + num
-                    changed.add(goods_id)
+                for goods_id, num in sorted(request.lines.items()):
+                    decision.entries.append(ledger.move(index, goods_id, "returned", num))
+                    if request.flag in held_flags:
+                        ledger.hold(goods_id, -num)
                 taken[request.flag] = Decided.RETURNED
                 returned.add(index)
-            decisions.append(
-                Decision(
-                    Outcome.RETURNED
-                    if earlier in (Decided.DEDUCTED, Decided.RETURNED)
-                    else Outcome.VOIDED
-                )
-            )
+            elif earlier is not Decided.RETURNED:
+                decision.outcome = Outcome.VOIDED
+            decisions.append(decision)
             continue
         if earlier is not None:
             decisions.append(Decision(AS_DEDUCTION[earlier]))
             continue
         short = [
-            Shortfall(goods_id, wanted, running.get(goods_id, 0))
+            Shortfall(goods_id, wanted, ledger.level(goods_id))
             for goods_id, wanted in sorted(request.lines.items())
-            if running.get(goods_id, 0) < wanted
+            if ledger.level(goods_id) < wanted
         ]
         if short:
             taken[request.flag] = Decided.REFUSED
             refused.add(index)
             decisions.append(Decision(Outcome.INSUFFICIENT, short))
             continue
-        for goods_id, wanted in request.lines.items():
-            running[goods_id] -= wanted
-            changed.add(goods_id)
+        decision = Decision(Outcome.DEDUCTED)
+        for goods_id, wanted in sorted(request.lines.items()):
+            decision.entries.append(ledger.move(index, goods_id, "deducted", -wanted))
+            if request.hold:
+                ledger.hold(goods_id, wanted)
         taken[request.flag] = Decided.DEDUCTED
-        decisions.append(Decision(Outcome.DEDUCTED))
-    return Plan(decisions, running, changed, returned, refused)
+        decisions.append(decision)
+    return Plan(
+        decisions,
+        ledger.levels,
+        ledger.changed,
+        returned,
+        refused,
+        ledger.entries,
+        {g: ledger.seqs[g] for g in ledger.changed},
+        ledger.held,
+        created,
+        seeded,
+    )
+
+
+def _adjust(index: int, adjustment: Adjustment, ledger: _Ledger) -> Decision:
+    """An adjustment against the running level: stale if the level is not the one expected,
+    refused if it would take the level below zero, else one ledger line (a delta of 0 too)."""
+    level = ledger.level(adjustment.goods_id)
+    if adjustment.expected is not None and adjustment.expected != level:
+        return Decision(Outcome.STALE, level=level)
+    delta = adjustment.delta if adjustment.delta is not None else (adjustment.num or 0) - level
+    if level + delta < 0:
+        return Decision(Outcome.BELOW_ZERO, level=level)
+    entry = ledger.move(index, adjustment.goods_id, "adjusted", delta)
+    return Decision(Outcome.ADJUSTED, level=entry.level_after, entries=[entry])

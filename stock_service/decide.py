@@ -45,10 +45,10 @@ from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
-from shared.ids import new_id
 from shared.locks import Lease, LockLost
 from shared.metrics import FENCING_REFUSALS
 from stock_service.batch import Decision, Outcome, Plan, Request, plan
+from stock_service.entries import ledger_rows, outbox_rows
 from stock_service.store import BatchRead, StockStore, StockWrite
 
 log = logging.getLogger(__name__)
@@ -64,39 +64,54 @@ def decide_batch(
     lease: Lease,
     fencing: bool,
     faults: Faults = NO_FAULTS,
+    events: bool = True,
 ) -> list[Decision]:
     """One decision per request, in order. Raises LockLost (nothing written) when a newer holder
-    has written a row this hold needs."""
+    has written a row this hold needs. `events`: write the stock events of its ledger lines to
+    the outbox, in the same commit."""
     tokens = {g: lease.token_for(g) for r in requests for g in r.lines}
     fenced = fencing and all(t is not None for t in tokens.values())
+    # The fault points are a deduction's (and a return's), as they were before adjustments
+    # joined the batch: a hold of adjustments alone (the admin seed) meets none of them.
+    if all(r.adjust is not None for r in requests):
+        faults = NO_FAULTS
     # Each retry is caused by a row overtaken by an older holder, or by a decision found by
     # the primary key and not by the read: both are rare, and each unique-constraint retry
     # marks one more request decided.
     for _attempt in range(len(requests) + 3):
         read = store.read_batch(sorted(tokens), [r.flag for r in requests])
         levels = {g: int(row.num) for g, row in read.rows.items()}
-        the_plan = plan(list(requests), levels, read.decided)
+        seqs = {g: int(row.ledger_seq) for g, row in read.rows.items()}
+        the_plan = plan(list(requests), levels, read.decided, seqs, read.held)
         faults.fire("stop_after_read")
         _stamp_versions(the_plan.decisions, read)
         if not the_plan.writes:
             return the_plan.decisions
+        seeds = {g: int(row.seed_version) for g, row in read.rows.items()}
+        flows, returns, adjustments = ledger_rows(
+            the_plan, requests, seeds, tokens if fenced else {}
+        )
         try:
             with store.writing() as write:
                 _write_levels(write, the_plan, read, tokens if fenced else None)
-                deducted = the_plan.deducted(requests)
-                flows = _flows(deducted, read, tokens if fenced else {})
                 write.add_flows(flows)
-                write.add_decisions([r.flag for r in deducted], Decided.DEDUCTED)
+                deducted = the_plan.deducted(requests)
+                write.add_decisions(
+                    [r.flag for r in deducted], Decided.DEDUCTED, held=[r.hold for r in deducted]
+                )
                 refused = the_plan.refusing(requests)
                 write.add_decisions(
                     [r.flag for r, _ in refused],
                     Decided.REFUSED,
                     [_refusal(d) for _, d in refused],
                 )
-                returning = the_plan.returning(requests)
-                write.add_returns(_flows(returning, read, tokens if fenced else {}))
-                if not write.mark_returned([r.flag for r in returning]):
+                write.add_returns(returns)
+                if not write.mark_returned([r.flag for r in the_plan.returning(requests)]):
                     raise _Overtaken("a flag was returned by another writer since the read")
+                write.add_adjustments(adjustments)
+                if events:
+                    thresholds = {g: row.low_stock for g, row in read.rows.items()}
+                    write.add_outbox(outbox_rows(the_plan.entries, requests, levels, thresholds))
                 faults.fire("kill_in_transaction")
                 # The last moment to find out the lock is gone: after this the commit is ours.
                 if fencing:
@@ -115,23 +130,31 @@ def decide_batch(
 def _write_levels(
     write: StockWrite, the_plan: Plan, read: BatchRead, tokens: dict[str, int | None] | None
 ) -> None:
-    for goods_id in sorted(the_plan.changed):
-        level = the_plan.levels[goods_id]
+    for goods_id in sorted(the_plan.changed | the_plan.created):
+        level, seq = the_plan.levels[goods_id], the_plan.seqs.get(goods_id, 0)
+        held = the_plan.held.get(goods_id, 0)
+        if goods_id in the_plan.created:
+            write.create_level(goods_id, level, tokens[goods_id] if tokens else None, seq)
+            continue
+        if goods_id in the_plan.seeded:
+            write.new_seed(goods_id, level)
         if tokens is None:
-            write.set_level(goods_id, level)
+            write.set_level(goods_id, level, seq, held)
             continue
         token = tokens[goods_id]
         assert token is not None
         seen = int(read.rows[goods_id].fence)
         # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
         # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
-        if seen > token:
+        # A level set outright (the admin seed) resets the fence to this holder's token: the
+        # way back into service after the lock service was rebuilt (its tokens start again).
+        if seen > token and goods_id not in the_plan.seeded:
             FENCING_REFUSALS.inc()
             raise LockLost(
                 f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
                 f"since this holder (token {token}) acquired"
             )
-        current = write.set_level_fenced(goods_id, level, seen, token)
+        current = write.set_level_fenced(goods_id, level, seen, token, seq, held)
         if current is None:
             continue
         if current <= token:
@@ -144,23 +167,6 @@ def _write_levels(
             f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
             f"since this holder (token {token}) read it"
         )
-
-
-def _flows(
-    deducted: list[Request], read: BatchRead, tokens: dict[str, int | None]
-) -> list[dict[str, object]]:
-    return [
-        {
-            "id": new_id(),
-            "flag": request.flag,
-            "goods_id": goods_id,
-            "num": num,
-            "seed_version": read.rows[goods_id].seed_version,
-            "fence": tokens.get(goods_id),
-        }
-        for request in deducted
-        for goods_id, num in sorted(request.lines.items())
-    ]
 
 
 def _attach_flows(

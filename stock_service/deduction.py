@@ -39,11 +39,12 @@ from shared.combining import BatchHandle, Combiner
 from shared.contract import AS_DEDUCTION, Decided
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
+from shared.ids import new_id
 from shared.locks import LockBackend
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
-from stock_service.batch import Kind, Outcome, Request, Shortfall
-from stock_service.holds import Answer, BatchRunner, Hold
+from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall
+from stock_service.holds import Answer, BatchRunner, Hold, LockPolicy
 from stock_service.store import StockStore
 
 __all__ = ["DeductionResult", "Outcome", "StockDeduction"]
@@ -71,21 +72,17 @@ class StockDeduction:
         store: StockStore,
         redis_client: redis.Redis,
         locks: LockBackend,
-        lock_scope: str,
-        lock_timeout: float,
-        fencing: bool = True,
+        policy: LockPolicy,
         faults: Faults = NO_FAULTS,
-        batch_max: int = 32,
-        patience: float = 0.1,
+        events: bool = True,
     ) -> None:
+        """`events`: every ledger line's stock events written to the outbox (STOCK_EVENTS)."""
         self.store = store
         self.redis = redis_client
         self.locks = locks
-        self.lock_timeout = lock_timeout
-        self.runner = BatchRunner(
-            store, locks, lock_scope, fencing, self.forget_flags, faults, batch_max, patience
-        )
-        self.combiner: Combiner[Request, Answer] = Combiner(self.runner.run_batch, batch_max)
+        self.lock_timeout = policy.timeout
+        self.runner = BatchRunner(store, locks, policy, self.forget_flags, faults, events)
+        self.combiner: Combiner[Request, Answer] = Combiner(self.runner.run_batch, policy.batch_max)
 
     @property
     def faults(self) -> Faults:
@@ -96,7 +93,9 @@ class StockDeduction:
         """Fault points, here and under the lock (tests install theirs after start-up)."""
         self.runner.faults = faults
 
-    def reduce(self, flag: str, lines: dict[str, int]) -> DeductionResult:
+    def reduce(self, flag: str, lines: dict[str, int], hold: bool = False) -> DeductionResult:
+        """`hold`: a hold's deduction (genOrder's payWithinSeconds): its units are counted as
+        held until the order service says it was paid, or its stock comes back."""
         watch = Stopwatch()
         live = self.flag_live(flag)
         watch.lap("prefilter")
@@ -108,16 +107,16 @@ class StockDeduction:
             return DeductionResult(outcome, timings=watch)
         self.faults.fire("delay_before_deduct")
         submitted = time.perf_counter()
-        decision, hold = self._decide(Request(flag, lines))
-        watch.laps["queue"] = max(hold.started - submitted, 0.0) * 1000
-        watch.laps.update(hold.stages_ms)
+        decision, held = self._decide(Request(flag, lines, hold=hold))
+        watch.laps["queue"] = max(held.started - submitted, 0.0) * 1000
+        watch.laps.update(held.stages_ms)
         if decision.outcome is not Outcome.DEDUCTED:
             log.info("flag %s: %s %s", flag, decision.outcome.value, decision.shortfalls or "")
         self.faults.fire("delay_after_commit")
-        return DeductionResult(decision.outcome, decision.shortfalls, decision.flows, hold, watch)
+        return DeductionResult(decision.outcome, decision.shortfalls, decision.flows, held, watch)
 
     def reduce_many(
-        self, wanted: list[tuple[str, dict[str, int]]]
+        self, wanted: list[tuple[str, dict[str, int], bool]]
     ) -> list[DeductionResult | DependencyUnavailable]:
         """PUT /reduceStock with many flags (the order service's batch): each flag its own
         lines, its own decision and rows, as if each had come alone, at the cost of one Redis
@@ -126,7 +125,7 @@ class StockDeduction:
         is split as a combined one is). A flag's failure (its lock not had in time, the lock
         lost) is its own result; Redis down fails the whole call (RedisUnavailable)."""
         watch = Stopwatch()
-        flags = [flag for flag, _ in wanted]
+        flags = [flag for flag, _, _ in wanted]
         live = self.flags_live(flags)
         watch.lap("prefilter")
         results: list[DeductionResult | DependencyUnavailable | None] = [None] * len(wanted)
@@ -141,7 +140,7 @@ class StockDeduction:
         todo = [i for i, is_live in enumerate(live) if is_live]
         if todo:
             self.faults.fire("delay_before_deduct")
-            requests = [Request(flags[i], wanted[i][1]) for i in todo]
+            requests = [Request(flags[i], wanted[i][1], hold=wanted[i][2]) for i in todo]
             handle: BatchHandle[Request, Answer] = BatchHandle.group(
                 requests, [time.monotonic() + self.lock_timeout] * len(requests)
             )
@@ -195,6 +194,23 @@ class StockDeduction:
         log.info("cancel %s: %s", flag, outcome.value)
         self.forget_flags([flag])
         return outcome
+
+    def adjust(self, adjustment: Adjustment) -> Decision:
+        """POST /stock/{goodsId}/adjustments (and the admin seed, an adjustment of reason
+        `set`): under the goods id's lock and fence, combined with the deductions waiting for
+        it, decided in arrival order against the level they leave; one ledger line, its stock
+        events in the same commit."""
+        request = Request(new_id(), {adjustment.goods_id: 0}, Kind.ADJUST, adjust=adjustment)
+        decision, _hold = self._decide(request)
+        if decision.outcome is Outcome.ADJUSTED:
+            self.store.known(adjustment.goods_id)
+        return decision
+
+    def release_hold(self, flag: str) -> bool:
+        """PUT /holds/{flag}/release: a hold was paid; its units are no longer held."""
+        released = self.store.release_hold(flag)
+        log.info("hold %s: %s", flag, "released" if released else "nothing to release")
+        return released
 
     def void(self, flag: str, reason: str) -> str:
         """Decide the flag as voided unless it was decided; its decision after (voided, or

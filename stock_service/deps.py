@@ -11,6 +11,7 @@ from shared.health import database_ok, redis_ok
 from shared.locks import LockBackend
 from shared.settings import Settings
 from stock_service.deduction import StockDeduction
+from stock_service.ledger import Ledger
 from stock_service.store import StockStore
 
 
@@ -22,6 +23,7 @@ class StockDeps:
     locks: LockBackend
     store: StockStore
     deduction: StockDeduction
+    ledger: Ledger
 
     def health(self) -> dict[str, bool]:
         return {

@@ -45,26 +45,38 @@ class Hold:
     stages_ms: dict[str, float]  # lock (waiting for it), deduct (read-check-write, commit)
 
 
+@dataclass(frozen=True)
+class LockPolicy:
+    """How deductions use the lock: its scope (a lock per goods id, or one for all), how long a
+    request waits for it, whether writes are fenced, how many requests share a hold, and how
+    long a batch waits for all its names before it serves those it holds (holds.py)."""
+
+    scope: str = "sku"
+    timeout: float = 10.0
+    fencing: bool = True
+    batch_max: int = 32
+    patience: float = 0.1
+
+
 class BatchRunner:
     def __init__(
         self,
         store: StockStore,
         locks: LockBackend,
-        lock_scope: str,
-        fencing: bool,
+        policy: LockPolicy,
         forget_flags: Callable[[list[str]], None],
         faults: Faults = NO_FAULTS,
-        batch_max: int = 32,
-        patience: float = 0.1,
+        events: bool = True,
     ) -> None:
         self.store = store
         self.locks = locks
-        self.lock_scope = lock_scope
-        self.fencing = fencing
+        self.lock_scope = policy.scope
+        self.fencing = policy.fencing
+        self.batch_max = policy.batch_max
+        self.patience = policy.patience
         self.forget_flags = forget_flags
         self.faults = faults
-        self.batch_max = batch_max
-        self.patience = patience
+        self.events = events
 
     def run_batch(
         self,
@@ -197,7 +209,7 @@ class BatchRunner:
         lease = claim.lease(names)
         locked = time.perf_counter()
         decisions = decide_batch(
-            self.store, [requests[i] for i in chosen], lease, self.fencing, self.faults
+            self.store, [requests[i] for i in chosen], lease, self.fencing, self.faults, self.events
         )
         deducted = time.perf_counter()
         LOCK_WAIT.labels(self.locks.name).observe(locked - started)

@@ -50,6 +50,7 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
     class FlagLines(Strict):
         flag: Identifier
         lines: Annotated[list[DeductionLine], Field(min_length=1, max_length=max_lines)]
+        hold: bool = Field(False, description="a hold's deduction (see ?hold on the single route)")
 
         def pairs(self) -> list[tuple[str, int]]:
             return [(line.goodsId, line.goodsNum) for line in self.lines]
@@ -65,6 +66,19 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
 
 class FlagPath(BaseModel):
     flag: Identifier
+
+
+class HoldQuery(BaseModel):
+    hold: bool = Field(
+        False,
+        description="a hold's deduction (genOrder's payWithinSeconds): its units are counted "
+        "as held (GET /stock's `held`) until PUT /holds/{flag}/release, or until they return",
+    )
+
+
+class HoldReleased(Answer):
+    flag: str
+    released: bool = Field(description="false: nothing was held (not a hold, paid before, back)")
 
 
 class GoodsPath(BaseModel):
@@ -157,6 +171,9 @@ class Returned(Answer):
 class StockLevel(Answer):
     goodsId: str
     num: int
+    held: int = Field(description="units in holds not paid yet (part of what was deducted)")
+    lowStock: int | None = Field(description="the low-stock threshold, if set")
+    seq: int = Field(description="the ledger's last entry (GET /stock/{goodsId}/history)")
     seededNum: int
     seedVersion: int
     fence: int

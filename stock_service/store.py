@@ -14,66 +14,47 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, insert, select, update
+from sqlalchemy import Engine, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
 from shared.db import transaction
 from shared.db import utcnow as now
-from shared.locks import Lease
-from stock_service.tables import flag_decision, stock, stock_flow, stock_return
+from stock_service.statements import (
+    INSERT_ADJUSTMENTS,
+    INSERT_DECISIONS,
+    INSERT_FLOWS,
+    INSERT_OUTBOX,
+    INSERT_RETURNS,
+    INSERT_STOCK,
+    KNOWN_GOODS,
+    MARK_RETURNED,
+    NEW_SEED,
+    READ_DECIDED,
+    READ_FENCE,
+    READ_FLOWS,
+    READ_LEVELS,
+    READ_RETURNS,
+    RELEASE_HOLD,
+    UNHOLD,
+    WRITE_FENCED,
+    WRITE_UNFENCED,
+)
+from stock_service.tables import stock
 
 __all__ = ["BatchRead", "StockStore", "StockWrite"]
 
 DB = "stock database"
-
-READ_LEVELS = select(stock.c.goods_id, stock.c.num, stock.c.seed_version, stock.c.fence).where(
-    stock.c.goods_id.in_(bindparam("goods_ids", expanding=True))
-)
-READ_DECIDED = select(flag_decision.c.flag, flag_decision.c.outcome).where(
-    flag_decision.c.flag.in_(bindparam("flags", expanding=True))
-)
-READ_FENCE = select(stock.c.fence).where(stock.c.goods_id == bindparam("g"))
-KNOWN_GOODS = select(stock.c.goods_id).where(
-    stock.c.goods_id.in_(bindparam("goods_ids", expanding=True))
-)
-READ_FLOWS = (
-    select(stock_flow).where(stock_flow.c.flag == bindparam("flag")).order_by(stock_flow.c.goods_id)
-)
-# The write of a fenced holder: a compare-and-set on the row's fence (see decide.py).
-WRITE_FENCED = (
-    update(stock)
-    .where(stock.c.goods_id == bindparam("g"), stock.c.fence == bindparam("seen"))
-    .values(num=bindparam("num"), fence=bindparam("token"), updated_at=bindparam("at"))
-)
-WRITE_UNFENCED = (
-    update(stock)
-    .where(stock.c.goods_id == bindparam("g"))
-    .values(num=bindparam("num"), updated_at=bindparam("at"))
-)
-INSERT_FLOWS = insert(stock_flow)
-INSERT_DECISIONS = insert(flag_decision)
-INSERT_RETURNS = insert(stock_return)
-# A deducted flag becomes returned: a compare-and-set, so a flag is returned once.
-MARK_RETURNED = (
-    update(flag_decision)
-    .where(flag_decision.c.flag == bindparam("f"), flag_decision.c.outcome == Decided.DEDUCTED)
-    .values(outcome=Decided.RETURNED)
-)
-READ_RETURNS = (
-    select(stock_return)
-    .where(stock_return.c.flag == bindparam("flag"))
-    .order_by(stock_return.c.goods_id)
-)
 
 
 @dataclass(frozen=True)
 class BatchRead:
     """What a hold reads before it decides: the levels, and the flags already decided."""
 
-    rows: dict[str, Any]  # goods id -> row (num, seed_version, fence)
+    rows: dict[str, Any]  # goods id -> row (num, seed_version, fence, ledger_seq, low_stock)
     decided: dict[str, str]  # flag -> its decision (shared.contract.Decided)
+    held: frozenset[str] = frozenset()  # the deducted flags whose units are still held
 
 
 class StockWrite:
@@ -84,28 +65,69 @@ class StockWrite:
         self.conn = conn
         self.stamp = now()
 
-    def set_level(self, goods_id: str, level: int) -> None:
-        """The unfenced write: last writer wins (FENCING=false, LOCK_BACKEND=none)."""
-        self.conn.execute(WRITE_UNFENCED, {"g": goods_id, "num": level, "at": self.stamp})
+    def set_level(self, goods_id: str, level: int, seq: int, held: int = 0) -> None:
+        """The unfenced write: last writer wins (FENCING=false, LOCK_BACKEND=none); `seq` the
+        ledger's last entry, `held` the change of the held units."""
+        params = {"g": goods_id, "num": level, "seq": seq, "held": held, "at": self.stamp}
+        self.conn.execute(WRITE_UNFENCED, params)
 
-    def set_level_fenced(self, goods_id: str, level: int, seen: int, token: int) -> int | None:
+    def set_level_fenced(
+        self, goods_id: str, level: int, seen: int, token: int, seq: int, held: int = 0
+    ) -> int | None:
         """Compare-and-set on the row's fence: writes only if the fence is still `seen`, and
         moves it to `token`. None when written; else the fence the row has now."""
-        params = {"g": goods_id, "seen": seen, "num": level, "token": token, "at": self.stamp}
+        params = {
+            "g": goods_id,
+            "seen": seen,
+            "num": level,
+            "token": token,
+            "seq": seq,
+            "held": held,
+            "at": self.stamp,
+        }
         if self.conn.execute(WRITE_FENCED, params).rowcount == 1:
             return None
         current = self.conn.execute(READ_FENCE, {"g": goods_id}).scalar_one_or_none()
         return int(current) if current is not None else None
 
+    def create_level(self, goods_id: str, level: int, token: int | None, seq: int) -> None:
+        """A goods id brought into being by a `set` (IntegrityError if another writer did)."""
+        self.conn.execute(
+            INSERT_STOCK,
+            {
+                "goods_id": goods_id,
+                "num": level,
+                "seeded_num": level,
+                "seed_version": 1,
+                "fence": token or 0,
+                "ledger_seq": seq,
+                "held": 0,
+                "updated_at": self.stamp,
+            },
+        )
+
+    def new_seed(self, goods_id: str, level: int) -> None:
+        """A level set outright: the row's next seed version."""
+        self.conn.execute(NEW_SEED, {"g": goods_id, "seeded": level})
+
     def add_flows(self, flows: list[dict[str, Any]]) -> None:
-        """Flow rows (flag, goods_id, num, seed_version, fence, id)."""
-        if flows:
-            self.conn.execute(INSERT_FLOWS, [{**f, "created_at": self.stamp} for f in flows])
+        """Flow rows (flag, goods_id, num, seed_version, fence, id, seq, level_after)."""
+        self._insert(INSERT_FLOWS, flows)
 
     def add_returns(self, returns: list[dict[str, Any]]) -> None:
-        """Return rows (flag, goods_id, num, seed_version, fence, id)."""
-        if returns:
-            self.conn.execute(INSERT_RETURNS, [{**r, "created_at": self.stamp} for r in returns])
+        """Return rows (flag, goods_id, num, seed_version, fence, id, seq, level_after)."""
+        self._insert(INSERT_RETURNS, returns)
+
+    def add_adjustments(self, adjustments: list[dict[str, Any]]) -> None:
+        self._insert(INSERT_ADJUSTMENTS, adjustments)
+
+    def add_outbox(self, events: list[dict[str, Any]]) -> None:
+        """The stock events of this commit, one multi-row insert (stock_service/events.py)."""
+        self._insert(INSERT_OUTBOX, events)
+
+    def _insert(self, statement: Any, rows: list[dict[str, Any]]) -> None:
+        if rows:
+            self.conn.execute(statement, [{**r, "created_at": self.stamp} for r in rows])
 
     def mark_returned(self, flags: list[str]) -> bool:
         """Deducted flags become returned; False when one of them was not deducted any more
@@ -113,18 +135,29 @@ class StockWrite:
         return all(self.conn.execute(MARK_RETURNED, {"f": f}).rowcount == 1 for f in flags)
 
     def add_decisions(
-        self, flags: list[str], outcome: str, reasons: str | list[str] | None = None
+        self,
+        flags: list[str],
+        outcome: str,
+        reasons: str | list[str] | None = None,
+        held: list[bool] | None = None,
     ) -> None:
         """One decision row per flag (a decided flag: IntegrityError); `reasons`, one for all
-        or one per flag."""
+        or one per flag; `held`, per flag: a hold's deduction, its units held until paid."""
         if not flags:
             return
         why = reasons if isinstance(reasons, list) else [reasons] * len(flags)
+        holds = held or [False] * len(flags)
         self.conn.execute(
             INSERT_DECISIONS,
             [
-                {"flag": f, "outcome": outcome, "reason": r and r[:200], "created_at": self.stamp}
-                for f, r in zip(flags, why, strict=True)
+                {
+                    "flag": f,
+                    "outcome": outcome,
+                    "reason": r and r[:200],
+                    "held": h,
+                    "created_at": self.stamp,
+                }
+                for f, r, h in zip(flags, why, holds, strict=True)
             ],
         )
 
@@ -189,8 +222,9 @@ class StockStore:
         lock while it is stopped."""
         with transaction(self.engine, DB, read_only=True) as conn:
             rows = {r.goods_id: r for r in conn.execute(READ_LEVELS, {"goods_ids": goods_ids})}
-            decided = {r.flag: str(r.outcome) for r in conn.execute(READ_DECIDED, {"flags": flags})}
-        return BatchRead(rows, decided)
+            found = list(conn.execute(READ_DECIDED, {"flags": flags}))
+        decided = {r.flag: str(r.outcome) for r in found}
+        return BatchRead(rows, decided, frozenset(r.flag for r in found if r.held))
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -215,27 +249,18 @@ class StockStore:
             assert decided is not None, f"flag {flag}: a unique violation, yet no decision"
             return decided
 
-    def set_level(self, goods_id: str, num: int, lease: Lease) -> dict[str, Any]:
-        """Seed a level: a new seed_version, so the checker counts flows from here on. The
-        fence is reset to this holder's token, so a restarted lock service (whose tokens
-        start again from small numbers) can be re-seeded into use."""
-        token = lease.token_for(goods_id) or 0
+    def release_hold(self, flag: str) -> bool:
+        """A hold paid: its units are no longer held. Needs no lock (the held count moves
+        relatively). False when there was nothing to release (not a hold, released before,
+        or its stock came back)."""
         with transaction(self.engine, DB) as conn:
-            current = conn.execute(
-                select(stock.c.seed_version).where(stock.c.goods_id == goods_id)
-            ).scalar_one_or_none()
-            values = {"num": num, "seeded_num": num, "fence": token, "updated_at": now()}
-            if current is None:
-                conn.execute(insert(stock).values(goods_id=goods_id, seed_version=1, **values))
-            else:
-                conn.execute(
-                    update(stock)
-                    .where(stock.c.goods_id == goods_id)
-                    .values(seed_version=current + 1, **values)
-                )
-            lease.check()
+            if conn.execute(RELEASE_HOLD, {"f": flag}).rowcount != 1:
+                return False
+            for flow in conn.execute(READ_FLOWS, {"flag": flag}):
+                conn.execute(UNHOLD, {"g": flow.goods_id, "n": flow.num})
+        return True
+
+    def known(self, goods_id: str) -> None:
+        """A goods id brought into being (a `set`): known from now on."""
         with self._known_guard:
             self._known.add(goods_id)
-        row = self.level(goods_id)
-        assert row is not None
-        return row

@@ -1,12 +1,18 @@
-"""The stock database: levels, the stock flow (one row per deducted line) and the decision of
-every flag that was decided (deducted, refused, voided, returned)."""
+"""The stock database: levels, and the ledger of every change of a level (the stock flow: one
+row per deducted line; the returns; the adjustments), the decision of every flag that was
+decided (deducted, refused, voided, returned), and the outbox of stock events.
+
+The ledger: each goods id's entries are numbered by `seq` (1, 2, 3 ...; the stock row keeps the
+last one), each with the level it left (`level_after`), written in the same commit as the level
+itself, under the goods id's lock and fence. Nothing is overwritten: for every goods id and for
+all time, the sum of its adjustments - its level = its flows - its returns."""
 
 from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
-    DateTime,
     Index,
     Integer,
     MetaData,
@@ -14,6 +20,11 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
+
+from shared.db import Timestamp
+
+# An id numbered by the database, in commit order per goods id (SQLite's rowid must be INTEGER).
+Serial = BigInteger().with_variant(Integer(), "sqlite")
 
 metadata = MetaData()
 
@@ -28,7 +39,14 @@ stock = Table(
     Column("seed_version", Integer, nullable=False),
     # The fencing token of the latest lock holder that registered on this row.
     Column("fence", BigInteger, nullable=False, server_default="0"),
-    Column("updated_at", DateTime, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    # The ledger's last entry of this goods id (its seq), written with the level.
+    Column("ledger_seq", BigInteger, nullable=False, server_default="0"),
+    # Units deducted for holds not paid yet (genOrder's payWithinSeconds): moved relatively
+    # (held + n), so a hold's release needs no lock.
+    Column("held", BigInteger, nullable=False, server_default="0"),
+    # The low-stock threshold: a level falling below it is an event (low_stock). None: none.
+    Column("low_stock", BigInteger, nullable=True),
 )
 
 stock_flow = Table(
@@ -40,10 +58,13 @@ stock_flow = Table(
     Column("num", Integer, nullable=False),
     Column("seed_version", Integer, nullable=False),
     Column("fence", BigInteger, nullable=True),
-    Column("created_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("seq", BigInteger, nullable=True),  # its ledger entry (none before the ledger)
+    Column("level_after", BigInteger, nullable=True),
     # The final authority against a double deduction: one flow per (flag, goods id).
     UniqueConstraint("flag", "goods_id", name="uq_stock_flow_flag_goods"),
     Index("ix_stock_flow_goods_id", "goods_id"),
+    Index("ix_stock_flow_goods_seq", "goods_id", "seq"),
 )
 
 # One row per decided flag: the stock database's word on what became of an operation
@@ -64,7 +85,10 @@ flag_decision = Table(
     Column("flag", String(64), primary_key=True),
     Column("outcome", String(16), nullable=False),
     Column("reason", String(200), nullable=True),  # why voided or refused
-    Column("created_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    # A hold's deduction (genOrder's payWithinSeconds), its units held until the order service
+    # says it was paid (PUT /holds/{flag}/release) or its stock comes back.
+    Column("held", Boolean, nullable=False, server_default="0"),
 )
 
 # The stock returned by a cancel, append-only: one row per line of the deduction it undoes (the
@@ -79,7 +103,50 @@ stock_return = Table(
     Column("num", Integer, nullable=False),
     Column("seed_version", Integer, nullable=False),
     Column("fence", BigInteger, nullable=True),
-    Column("created_at", DateTime, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("seq", BigInteger, nullable=True),
+    Column("level_after", BigInteger, nullable=True),
     UniqueConstraint("flag", "goods_id", name="uq_stock_return_flag_goods"),
     Index("ix_stock_return_goods_id", "goods_id"),
+    Index("ix_stock_return_goods_seq", "goods_id", "seq"),
+)
+
+# A change of a level that is not an order's: a restock, a loss, a correction, a count, or a
+# level set outright (the admin seed). `delta` is what it changed; an absolute set records the
+# level it expected to find (a compare-and-swap: refused when stale) or none.
+stock_adjustment = Table(
+    "stock_adjustment",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("goods_id", String(64), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("delta", BigInteger, nullable=False),
+    Column("level_after", BigInteger, nullable=False),
+    Column("reason", String(16), nullable=False),  # restock, damaged, correction, count, set
+    Column("reference", String(200), nullable=True),  # the caller's document: a delivery note
+    Column("expected", BigInteger, nullable=True),
+    Column("fence", BigInteger, nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    UniqueConstraint("goods_id", "seq", name="uq_stock_adjustment_goods_seq"),
+)
+
+# The transactional outbox of stock events (Debezium's outbox pattern): one row per ledger entry
+# and per threshold crossing, written in the entry's own commit; the relay (stock_service/
+# relay.py) publishes the unsent ones to a Redis Stream in id order and marks them sent. Per
+# goods id, ids follow the ledger (its entries are written under its lock, one commit after
+# another).
+stock_outbox = Table(
+    "stock_outbox",
+    metadata,
+    Column("id", Serial, primary_key=True, autoincrement=True),
+    Column("goods_id", String(64), nullable=False),
+    Column("seq", BigInteger, nullable=False),  # the ledger entry it tells of
+    Column("kind", String(16), nullable=False),  # deducted, returned, adjusted, low_stock ...
+    Column("delta", BigInteger, nullable=False),
+    Column("level", BigInteger, nullable=False),  # the level after the entry
+    Column("flag", String(64), nullable=True),
+    Column("reason", String(200), nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    Column("sent_at", Timestamp, nullable=True),
+    Index("ix_stock_outbox_unsent", "sent_at", "id"),
 )

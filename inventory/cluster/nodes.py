@@ -115,7 +115,7 @@ def reconciler_leader(timeout: float = 3.0) -> str | None:
     from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
 
-    from order_service.reconciler_service import ELECTION_PATH
+    from order_service.reconciler import ELECTION_PATH
     from shared.locks.zookeeper_claim import SEQUENCE
 
     client = KazooClient(hosts=topology.ZK_HOSTS, timeout=timeout)

@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from shared.db import make_engine
 from shared.faults import NO_FAULTS, Faults
 from shared.locks import Lease, LockLost
-from stock_service.batch import Decision, Outcome, Request, Shortfall
+from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall
 from stock_service.decide import decide_batch
 from stock_service.store import StockStore
 from stock_service.tables import stock_flow
@@ -49,8 +49,13 @@ def decide(store: StockStore, requests: list[Request], lease: Lease) -> list[Dec
 
 
 def seeded(store: StockStore, num: int, token: int = 1) -> str:
+    """A goods id brought into being by a `set` adjustment under `token` (the admin seed)."""
     goods = unique()
-    store.set_level(goods, num, Lease(tokens={goods: token}))
+    request = Request(
+        unique("adj"), {goods: 0}, Kind.ADJUST, adjust=Adjustment(goods, "set", num=num)
+    )
+    [decision] = decide_batch(store, [request], Lease(tokens={goods: token}), fencing=True)
+    assert decision.outcome is Outcome.ADJUSTED, decision
     return goods
 
 

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
 from order_service import transitions
-from order_service.reconciler_service import serve
+from order_service.reconciler import serve
 from order_service.statements import FENCE_READ
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from stock_service.batch import Kind, Outcome, Request, Shortfall, plan
+from stock_service.batch import Decision, Kind, Outcome, Request, Shortfall, plan
 
 
 def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> None:
@@ -109,16 +109,31 @@ def test_a_batch_answers_exactly_as_the_requests_one_at_a_time_would() -> None:
         seen = seen if rng.random() < 0.3 else {}
         batch = plan(requests, levels, seen)
         # The same requests one at a time, each a batch of its own on what the last one left.
-        running, done = dict(levels), dict(seen)
+        running, done, seqs = dict(levels), dict(seen), dict.fromkeys(goods, 0)
         for request, decision in zip(requests, batch.decisions, strict=True):
-            alone = plan([request], running, done)
-            assert alone.decisions[0] == decision
+            alone = plan([request], running, done, seqs)
+            assert same(alone.decisions[0], decision)
             running = alone.levels
+            seqs.update(alone.seqs)
             if decision.outcome is Outcome.DEDUCTED:
                 done[request.flag] = "deducted"
             elif alone.refused:
                 done[request.flag] = "refused"
         assert batch.levels == running
+
+
+def same(a: Decision, b: Decision) -> bool:
+    """Two decisions alike, whatever the index of the request in its batch."""
+
+    def lines(d: Decision) -> list[tuple[object, ...]]:
+        return [(e.goods_id, e.kind, e.delta, e.level_after, e.seq) for e in d.entries]
+
+    return (a.outcome, a.shortfalls, a.level, lines(a)) == (
+        b.outcome,
+        b.shortfalls,
+        b.level,
+        lines(b),
+    )
 
 
 def test_a_return_gives_back_exactly_its_lines_once() -> None:

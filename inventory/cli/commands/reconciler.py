@@ -1,5 +1,6 @@
-"""`inventory reconciler`: one instance of the elected reconciler, until SIGTERM or ^C
-(order_service/reconciler_service.py campaigns and passes)."""
+"""`inventory reconciler`: one instance of the elected reconciler, until SIGTERM or ^C, with
+the running stack's settings: `python -m order_service.reconciler` (the product's own entry
+point, configured by its environment alone) given the stack's environment."""
 
 from __future__ import annotations
 
@@ -20,16 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    import socket
-    import threading
-
-    from order_service.reconciler_service import serve
-    from shared.logs import configure_logging
+    from order_service.reconciler import serve
+    from shared.programs import run_singleton
 
     state = stack_state.load_state()
-    env = {**(state.env() if state else {}), **os.environ}
-    settings = Settings.from_env(env)
-    configure_logging(settings.log_level)
-    name = args.name or f"{socket.gethostname()}:{os.getpid()}"
-    serve(settings, name, threading.Event())  # until SIGTERM or ^C, which resign on the way out
-    return 0
+    settings = Settings.from_env({**(state.env() if state else {}), **os.environ})
+    names = ["--name", args.name] if args.name else []
+    return run_singleton("reconciler", serve, names, settings)

@@ -25,6 +25,7 @@ each with the instance, its token and the wall time (`at=`), so a takeover can b
 from __future__ import annotations
 
 import logging
+import sys
 import threading
 import time
 from datetime import timedelta
@@ -34,27 +35,14 @@ from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
-from shared.election import Elector, EtcdElector, ZooKeeperElector
+from shared.election import Elector, make_elector
 from shared.faults import NO_FAULTS, Faults
+from shared.programs import run_singleton
 from shared.redis_client import make_redis
 from shared.settings import Settings
 
 log = logging.getLogger("reconciler")
 ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as its key
-
-
-def make_elector(settings: Settings, identifier: str) -> Elector:
-    if settings.lock_backend == "etcd":
-        return EtcdElector(
-            settings.etcd_endpoint_list(), ELECTION_PATH, identifier, settings.etcd_lease_ttl
-        )
-    return ZooKeeperElector(
-        settings.zk_hosts,
-        ELECTION_PATH,
-        identifier,
-        settings.zk_session_timeout,
-        auth=settings.zk_auth or None,
-    )
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
@@ -71,7 +59,7 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
     # leader inside its pass, in the same Redis keys as the stock service's faults.
     faults = Faults(make_redis(settings.redis_url)) if settings.fault_injection else NO_FAULTS
-    elector = make_elector(settings, identifier)
+    elector = make_elector(settings, ELECTION_PATH, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())
     try:
         while not stop.is_set():
@@ -131,3 +119,13 @@ def lead(
                 report.unreachable,
             )
         stop.wait(settings.reconcile_interval)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m order_service.reconciler [--name NAME]`: one instance, configured by its
+    environment alone, until SIGTERM or ^C (it resigns on the way out)."""
+    return run_singleton("reconciler", serve, argv)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""What the order service makes of the stock service's answers: one call's outcome
+(StockAnswer), a flag's settled decision (StockDecision), and one flag's result in a batched
+reduceStock read as the single route's answer would be."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from shared.contract import Outcome
+
+# What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
+UNKNOWN = "unknown"  # no answer that says what happened
+REJECTED = "rejected"  # the request itself was refused (400/404/422): nothing done
+RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+
+
+@dataclass
+class StockAnswer:
+    outcome: str  # a shared.contract.Outcome, REJECTED or UNKNOWN
+    status: int | None = None
+    body: Any = None
+    attempts: int = 0
+    error: str | None = None  # the last failure, for the order's reason and the log
+
+
+@dataclass(frozen=True)
+class StockDecision:
+    """What the stock database decided for a flag, as `void` or `return_stock` learned it."""
+
+    outcome: str  # void: a shared.contract.Decided; return_stock: returned or voided
+    flows: list[dict[str, Any]]  # the flows (void), or the return rows (return_stock)
+
+    def deducted_lines(self) -> dict[str, int]:
+        return {f["goodsId"]: f["num"] for f in self.flows}
+
+
+def take_result(answer: StockAnswer, result: dict[str, Any]) -> None:
+    """One flag's result of a batched call, as the single route's answer would have it."""
+    outcome = result["outcome"]
+    if outcome == Outcome.UNAVAILABLE:  # its 503: unknown, asked again
+        answer.error = f"HTTP 503: {result.get('error')}"
+        return
+    answer.error = None
+    answer.body = result
+    if outcome == Outcome.UNKNOWN_GOODS:  # its 404
+        answer.outcome, answer.status = REJECTED, 404
+        answer.body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
+        return
+    answer.outcome = str(outcome)
+    answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409
+
+
+def json_or_text(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text[:200]
+
+
+def error_text(body: Any, status: int) -> str:
+    if isinstance(body, dict) and "error" in body:
+        return f"HTTP {status}: {body['error']}"
+    return f"HTTP {status}"

@@ -1,0 +1,112 @@
+"""What a plan's ledger lines become in the stock database, as pure logic: the rows of the stock
+flow, the returns and the adjustments (each with its seq and the level it left), and the stock
+events of the outbox: one per ledger line, and one per threshold a line crosses.
+
+    deducted / returned / adjusted    every ledger line (delta, the level after)
+    out_of_stock                      the level came to 0 from above
+    back_in_stock                     the level left 0
+    low_stock                         the level fell below the goods id's threshold (if set)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from shared.ids import new_id
+from stock_service.batch import Entry, Plan, Request
+
+EVENT_KINDS = (
+    "deducted",
+    "returned",
+    "adjusted",
+    "low_stock",
+    "out_of_stock",
+    "back_in_stock",
+)
+
+
+def ledger_rows(
+    the_plan: Plan,
+    requests: Sequence[Request],
+    seed_versions: Mapping[str, int],
+    tokens: Mapping[str, int | None],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the plan's lines: flows (deductions), returns, adjustments."""
+    flows: list[dict[str, Any]] = []
+    returns: list[dict[str, Any]] = []
+    adjustments: list[dict[str, Any]] = []
+    for entry in the_plan.entries:
+        request = requests[entry.index]
+        common = {
+            "id": new_id(),
+            "goods_id": entry.goods_id,
+            "fence": tokens.get(entry.goods_id),
+            "seq": entry.seq,
+            "level_after": entry.level_after,
+        }
+        if entry.kind == "adjusted":
+            adjustment = request.adjust
+            assert adjustment is not None
+            adjustments.append(
+                {
+                    **common,
+                    "id": request.flag,
+                    "delta": entry.delta,
+                    "reason": adjustment.reason,
+                    "reference": adjustment.reference,
+                    "expected": adjustment.expected,
+                }
+            )
+            continue
+        row = {
+            **common,
+            "flag": request.flag,
+            "num": abs(entry.delta),
+            "seed_version": seed_versions.get(entry.goods_id, 1),
+        }
+        (flows if entry.kind == "deducted" else returns).append(row)
+    return flows, returns, adjustments
+
+
+def outbox_rows(
+    entries: Sequence[Entry],
+    requests: Sequence[Request],
+    before: Mapping[str, int],
+    thresholds: Mapping[str, int | None],
+) -> list[dict[str, Any]]:
+    """The stock events of these ledger lines, in ledger order: each line, and after it each
+    threshold it crossed. `before`: each goods id's level before the first line (a goods id
+    missing there comes into being: its first line crosses nothing)."""
+    level: dict[str, int | None] = dict(before)
+    events: list[dict[str, Any]] = []
+    for entry in entries:
+        request = requests[entry.index]
+        was, now = level.get(entry.goods_id), entry.level_after
+        level[entry.goods_id] = now
+        adjustment = request.adjust
+        common = {"goods_id": entry.goods_id, "seq": entry.seq, "level": now}
+        events.append(
+            {
+                **common,
+                "kind": entry.kind,
+                "delta": entry.delta,
+                "flag": None if adjustment else request.flag,
+                "reason": adjustment.reason if adjustment else None,
+            }
+        )
+        for crossed in [] if was is None else crossings(was, now, thresholds.get(entry.goods_id)):
+            events.append({**common, "kind": crossed, "delta": 0, "flag": None, "reason": None})
+    return events
+
+
+def crossings(was: int, now: int, threshold: int | None) -> list[str]:
+    """The thresholds a level crossed going from `was` to `now`."""
+    found = []
+    if threshold is not None and was >= threshold > now:
+        found.append("low_stock")
+    if was > 0 and now == 0:
+        found.append("out_of_stock")
+    if was == 0 and now > 0:
+        found.append("back_in_stock")
+    return found

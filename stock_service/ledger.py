@@ -1,0 +1,126 @@
+"""Reading a goods id's ledger: its entries newest first, in keyset pages (the stock flow, the
+returns and the adjustments, numbered together by `seq`), and its level at a point in time.
+Written by stock_service/decide.py, in the commits that move the level."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, Table, bindparam, literal, select, update
+
+from shared.db import transaction
+from stock_service.tables import stock, stock_adjustment, stock_flow, stock_return
+
+DB = "stock database"
+
+
+@dataclass(frozen=True)
+class LedgerEntry:
+    seq: int
+    kind: str  # deducted, returned, adjusted
+    delta: int
+    level_after: int
+    time: datetime
+    flag: str | None = None
+    reason: str | None = None
+    reference: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "seq": self.seq,
+            "kind": self.kind,
+            "delta": self.delta,
+            "levelAfter": self.level_after,
+            "time": self.time.isoformat(),
+        }
+        for key, value in (("flag", self.flag), ("reason", self.reason)):
+            if value is not None:
+                body[key] = value
+        if self.reference is not None:
+            body["reference"] = self.reference
+        return body
+
+
+def _entries(table: Table, kind: str) -> Any:
+    c = table.c
+    nothing: Any = literal(None)
+    delta: Any
+    if table is stock_adjustment:
+        delta, flag, reason, reference = c.delta, nothing, c.reason, c.reference
+    else:
+        sign = -1 if kind == "deducted" else 1
+        delta, flag, reason, reference = c.num * sign, c.flag, nothing, nothing
+    return select(
+        c.seq,
+        literal(kind).label("kind"),
+        delta.label("delta"),
+        c.level_after,
+        c.created_at,
+        flag.label("flag"),
+        reason.label("reason"),
+        reference.label("reference"),
+    ).where(c.goods_id == bindparam("g"), c.seq.is_not(None))
+
+
+SOURCES = (
+    (stock_flow, "deducted"),
+    (stock_return, "returned"),
+    (stock_adjustment, "adjusted"),
+)
+# Newest first, before a seq (keyset paging), and the newest at or before a point in time.
+PAGES = [
+    _entries(t, k)
+    .where(t.c.seq < bindparam("before"))
+    .order_by(t.c.seq.desc())
+    .limit(bindparam("limit"))
+    for t, k in SOURCES
+]
+AT = [
+    _entries(t, k).where(t.c.created_at <= bindparam("at")).order_by(t.c.seq.desc()).limit(1)
+    for t, k in SOURCES
+]
+SET_THRESHOLD = (
+    update(stock).where(stock.c.goods_id == bindparam("g")).values(low_stock=bindparam("t"))
+)
+
+
+class Ledger:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def page(self, goods_id: str, limit: int, before: int | None) -> list[LedgerEntry]:
+        """The `limit` newest entries with a seq below `before` (all, when None)."""
+        params = {"g": goods_id, "limit": limit, "before": before or 2**62}
+        with transaction(self.engine, DB, read_only=True) as conn:
+            rows = [r for query in PAGES for r in conn.execute(query, params)]
+        rows.sort(key=lambda r: r.seq, reverse=True)
+        return [_entry(r) for r in rows[:limit]]
+
+    def level_at(self, goods_id: str, at: datetime) -> tuple[int, LedgerEntry | None]:
+        """The level at `at`: the one the newest entry by then left (0 before the first)."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            rows = [r for query in AT for r in conn.execute(query, {"g": goods_id, "at": at})]
+        if not rows:
+            return 0, None
+        newest = _entry(max(rows, key=lambda r: r.seq))
+        return newest.level_after, newest
+
+    def set_threshold(self, goods_id: str, threshold: int | None) -> bool:
+        """The goods id's low-stock threshold (None: none); False if the goods is unknown."""
+        with transaction(self.engine, DB) as conn:
+            return bool(conn.execute(SET_THRESHOLD, {"g": goods_id, "t": threshold}).rowcount)
+
+
+def _entry(row: Any) -> LedgerEntry:
+    return LedgerEntry(
+        int(row.seq),
+        row.kind,
+        int(row.delta),
+        int(row.level_after),
+        row.created_at,
+        row.flag,
+        row.reason,
+        row.reference,
+    )

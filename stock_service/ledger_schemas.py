@@ -1,0 +1,111 @@
+"""The contract of the ledger's routes: adjustments, history, the low-stock threshold, and the
+stock events' schema. (No `from __future__ import annotations`: pydantic reads these
+annotations at class creation, including the enclosing function's limits.)"""
+
+from datetime import datetime
+from typing import Annotated, Literal, Self
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from shared.schemas import WHOLE, Answer, ErrorBody, Strict
+from stock_service.batch import REASONS
+
+REASON_TEXT = ", ".join(REASONS)
+
+
+def adjustment_model(max_level: int) -> type[Strict]:
+    class AdjustmentBody(Strict):
+        """By `delta`, or to `num`; with `expected`, only if the level is the one expected (a
+        compare-and-swap: 409 with the level when it is stale)."""
+
+        model_config = ConfigDict(
+            strict=True,
+            json_schema_extra={"oneOf": [{"required": ["delta"]}, {"required": ["num"]}]},
+        )
+        reason: str = Field(description=f"one of: {REASON_TEXT} (422 otherwise)")
+        delta: Annotated[
+            int, Field(ge=-max_level, le=max_level, description="units in (+) or out (-)"), WHOLE
+        ] = None  # type: ignore[assignment]
+        num: Annotated[int, Field(ge=0, le=max_level, description="the new level"), WHOLE] = None  # type: ignore[assignment]
+        expected: Annotated[
+            int, Field(ge=0, le=max_level, description="the level the caller saw"), WHOLE
+        ] = None  # type: ignore[assignment]
+        reference: Annotated[str, Field(max_length=200, description="a document")] = None  # type: ignore[assignment]
+
+        @model_validator(mode="after")
+        def _one_form(self) -> Self:
+            if (self.delta is None) == (self.num is None):
+                raise ValueError("give exactly one of delta or num")
+            if self.expected is not None and self.num is None:
+                raise ValueError("expected goes with num (a compare-and-swap of the level)")
+            return self
+
+    return AdjustmentBody
+
+
+def threshold_model(max_level: int) -> type[Strict]:
+    class ThresholdBody(Strict):
+        lowStock: Annotated[
+            int | None,
+            Field(ge=1, le=max_level, description="a level below this is low; null: none"),
+        ]
+
+    return ThresholdBody
+
+
+class HistoryQuery(BaseModel):
+    limit: int = Field(50, ge=1, le=500, description="entries in the page, newest first")
+    before: int | None = Field(None, ge=1, description="the seq the page ends before")
+    at: datetime | None = Field(
+        None, description="instead of a page: the level at this time (UTC, ISO 8601)"
+    )
+
+
+class Entry(BaseModel):
+    seq: int = Field(description="the goods id's n-th entry")
+    kind: Literal["deducted", "returned", "adjusted"]
+    delta: int
+    levelAfter: int
+    time: str
+    flag: str | None = Field(None, description="deducted, returned: the order's flag")
+    reason: str | None = Field(None, description="adjusted: its reason")
+    reference: str | None = None
+
+
+class Adjusted(Answer):
+    goodsId: str
+    num: int = Field(description="the level after")
+    entry: Entry
+
+
+class Stale(ErrorBody):
+    num: int = Field(description="the level now")
+
+
+class History(Answer):
+    goodsId: str
+    entries: list[Entry] | None = None
+    next: int | None = Field(None, description="`before` for the next page; none at the end")
+    at: str | None = None
+    num: int | None = Field(None, description="with `at`: the level then")
+
+
+class ThresholdSet(Answer):
+    goodsId: str
+    lowStock: int | None
+
+
+class StockEvent(BaseModel):
+    """One entry of the Redis Stream of stock events (STOCK_EVENTS_STREAM): every value a
+    string, as Redis keeps them. At least once, in ledger order per goods id: a consumer drops
+    repeats by `id`."""
+
+    id: str = Field(description="the outbox row's id: unique, and growing per goods id")
+    goodsId: str
+    seq: str = Field(description="the ledger entry it tells of")
+    kind: Literal["deducted", "returned", "adjusted", "low_stock", "out_of_stock", "back_in_stock"]
+    delta: str
+    level: str = Field(description="the level after the entry")
+    flag: str = Field(description="deducted, returned: the order's flag; else empty")
+    reason: str = Field(description="adjusted: its reason; else empty")
+    time: str
