@@ -61,6 +61,12 @@ class StackClient:
         response = self.stock.get(f"/stock/{goods_id}")
         return int(response.json()["num"]) if response.status_code == 200 else None
 
+    def adjust(self, goods_id: str, **body: Any) -> httpx.Response:
+        return self.stock.post(f"/stock/{goods_id}/adjustments", json=body)
+
+    def history(self, goods_id: str, limit: int = 50) -> dict[str, Any]:
+        return dict(self.stock.get(f"/stock/{goods_id}/history", params={"limit": limit}).json())
+
     def flows(self, flag: str) -> list[dict[str, Any]]:
         return list(self.stock.get(f"/stockFlow/{flag}").json())
 

@@ -8,7 +8,8 @@ ZK_HOSTS, REDIS_URL, ORDER_DATABASE_URL and STOCK_DATABASE_URL point it at real 
 
 `up` is its steps, in order, each a function named for what it does: refuse what the services
 would refuse, or a stack running with other settings; start the lock and flag servers unless
-given (lock_servers.py); record the state; migrate; start the services, then the reconcilers;
+given (lock_servers.py); record the state; migrate; start the services, then the reconcilers
+and the relays of stock events;
 wait until the services are healthy; start monitoring when asked. Whatever a step started is
 stopped if a later one fails.
 """
@@ -18,20 +19,13 @@ from __future__ import annotations
 import os
 import secrets
 import shutil
-import sys
-from collections.abc import Callable
-from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-import httpx
-
 import migrations
-from inventory.local import servers
 from inventory.local.databases import DatabaseProblem, usable_url
 from inventory.local.dependencies import check_dependencies
-from inventory.local.gunicorn import start_service
 from inventory.local.lock_servers import (
     etcd_if_the_lock_needs_it,
     redis_unless_given,
@@ -39,13 +33,13 @@ from inventory.local.lock_servers import (
     zookeeper_unless_given,
 )
 from inventory.local.monitoring import INSTALL_HINT, scrape_config, start_prometheus, static_targets
+from inventory.local.processes import (
+    start_services,
+    start_singletons,
+    wait_until_the_services_are_healthy,
+)
 from inventory.local.servers import (
-    ServerError,
-    free_port,
-    pid_alive,
-    port_open,
     stop_pid,
-    wait_until,
 )
 from inventory.local.stack_state import (
     STATE_FILE,
@@ -63,10 +57,6 @@ class SettingsError(ValueError):
     of the stack already running: nothing was started."""
 
 
-def preferred_port(port: int) -> int:
-    return port if not port_open(port) else free_port()
-
-
 def up(
     home: Path | None = None,
     workers: int = 2,
@@ -74,11 +64,13 @@ def up(
     extra_env: dict[str, str] | None = None,
     say: Any = print,
     reconcilers: int = 0,
+    relays: int = 0,
     monitoring: bool = False,
 ) -> StackState:
-    """Start the stack; `reconcilers` instances of the elected reconciler with it (the CLI's
-    `inventory up` starts two; the stacks of tests, demos and benches none); with
-    `monitoring`, a prometheus scraping both services."""
+    """Start the stack; `reconcilers` instances of the elected reconciler and `relays` of the
+    relay of stock events with it (the CLI's `inventory up` starts two of each; the stacks of
+    tests, demos and benches none unless they ask); with `monitoring`, a prometheus scraping
+    both services."""
     home = home or home_dir()
     if monitoring and shutil.which("prometheus") is None:
         raise SettingsError(INSTALL_HINT)
@@ -105,7 +97,8 @@ def up(
         migrations.upgrade(state.order_database_url, "order")
         migrations.upgrade(state.stock_database_url, "stock")
         service_env = start_services(state, env, started)
-        start_reconcilers(reconcilers, home, service_env, started)
+        start_singletons("reconciler", reconcilers, home, service_env, started)
+        start_singletons("relay", relays, home, service_env, started)
         save_state(state)
         wait_until_the_services_are_healthy(state, started)
         if monitoring:
@@ -186,100 +179,11 @@ def record_state(
     return state
 
 
-def start_services(
-    state: StackState, env: dict[str, str], started: dict[str, int]
-) -> dict[str, str]:
-    """Both services under gunicorn, on 8082 and 8081 when free; their environment returned
-    (the reconcilers get the same). The stock service first: the order service is told the
-    port it really got."""
-    home = Path(state.home)
-    workers, threads = state.workers, state.threads
-
-    def stock_env(port: int) -> dict[str, str]:
-        state.stock_url = f"http://127.0.0.1:{port}"
-        return {**env, **state.env()}
-
-    started["stock_service"], _ = start_listening(
-        "stock_service", preferred_port(8082), home, stock_env, workers, threads
-    )
-
-    def order_env(port: int) -> dict[str, str]:
-        state.order_url = f"http://127.0.0.1:{port}"
-        return {**env, **state.env()}
-
-    order_port = preferred_port(8081)
-    if f":{order_port}" in state.stock_url:
-        order_port = free_port()
-    started["order_service"], _ = start_listening(
-        "order_service", order_port, home, order_env, workers, threads * 2
-    )
-    return {**env, **state.env()}
-
-
-def start_listening(
-    module: str,
-    port: int,
-    home: Path,
-    env_for: Callable[[int], dict[str, str]],
-    workers: int,
-    threads: int,
-    attempts: int = 3,
-) -> tuple[int, int]:
-    """One service started, and waited for until its own gunicorn listens on its port (its
-    log says so, with its pid): a port that looked free can be taken by another program
-    before gunicorn binds it, and a health check would then be answered by that program.
-    Bound elsewhere: started again on a free port. Its pid and port."""
-    log = home / f"{module}.log"
-    for _ in range(attempts):
-        pid = start_service(module, port, home, env_for(port), workers, threads)
-        listening = f"Listening at: http://127.0.0.1:{port} ({pid})"
-        taken = f"[{pid}] [ERROR] Connection in use"
-
-        def bound(listening: str = listening, taken: str = taken) -> bool:
-            text = log.read_text(errors="replace") if log.exists() else ""
-            return listening in text or taken in text
-
-        wait_until(bound, 60, f"{module} to bind port {port}", log, alive=partial(pid_alive, pid))
-        if listening in log.read_text(errors="replace"):
-            return pid, port
-        stop_pid(pid)
-        port = free_port()
-    raise ServerError(f"{module}: no port could be bound in {attempts} attempts (log: {log})")
-
-
-def start_reconcilers(
-    count: int, home: Path, service_env: dict[str, str], started: dict[str, int]
-) -> None:
-    for i in range(1, count + 1):
-        started[f"reconciler{i}"] = servers.spawn(
-            [sys.executable, "-m", "inventory.cli", "reconciler", "--name", f"reconciler{i}"],
-            home / f"reconciler{i}.log",
-            home,
-            service_env,
-        )
-
-
-def wait_until_the_services_are_healthy(state: StackState, started: dict[str, int]) -> None:
-    home = Path(state.home)
-    for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
-        pid = started[name]
-        wait_until(
-            partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
-        )
-
-
 def start_monitoring(state: StackState, started: dict[str, int]) -> None:
     targets = static_targets(urlsplit(state.order_url).netloc, urlsplit(state.stock_url).netloc)
     prometheus = start_prometheus(Path(state.home) / "prometheus", scrape_config(targets))
     started["prometheus"] = prometheus.pid
     state.prometheus_url = f"http://127.0.0.1:{prometheus.port}"
-
-
-def healthy(url: str) -> bool:
-    try:
-        return httpx.get(f"{url}/healthz", timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def down(home: Path | None = None, say: Any = print) -> list[str]:
@@ -290,11 +194,11 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
         return []
     stopped = []
     # Services first, so they do not log the loss of their dependencies while stopping.
-    reconcilers = [n for n in state.pids if n.startswith("reconciler")]
+    singletons = [n for n in state.pids if n.startswith(("reconciler", "relay"))]
     lock_servers = [n for n in state.pids if n.startswith("redlock")]
     for name in (
         "prometheus",
-        *reconcilers,
+        *singletons,
         "order_service",
         "stock_service",
         "etcd",

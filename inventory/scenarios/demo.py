@@ -7,6 +7,7 @@ and a ZooKeeper children watch records the lock node appearing and vanishing.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 import uuid
@@ -22,6 +23,7 @@ from rich.table import Table
 
 from inventory.local.client import StackClient
 from inventory.local.stack_state import StackState
+from shared.settings import Settings
 
 GOODS = "demo-phone"
 
@@ -113,6 +115,30 @@ def order_behind_the_demo(watch: LockWatch, place: Callable[[], Any]) -> Any:
     if not answer:
         raise RuntimeError("the order got no answer within 60 s")
     return answer[0]
+
+
+def stock_events(state: StackState, marks: list[str], wait: float = 10.0) -> list[dict[str, str]]:
+    """The events of the demo's goods that name one of `marks` (a flag, a reason), once the
+    relay has published them (it looks at the outbox every 0.2 s)."""
+    settings = Settings.from_env({**os.environ, **state.env()})
+    client = redis.Redis.from_url(state.redis_url, decode_responses=True)
+    try:
+        deadline = time.monotonic() + wait
+        while True:
+            stream: Any = client.xrange(settings.stock_events_stream)
+            found: list[dict[str, str]] = [
+                fields
+                for _id, fields in stream
+                if fields.get("goodsId") == GOODS
+                and (fields.get("flag") in marks or fields.get("reason") in marks)
+            ]
+            if {f.get("flag") or f.get("reason") for f in found} >= set(marks):
+                return found
+            if time.monotonic() > deadline:
+                return found
+            time.sleep(0.2)
+    finally:
+        client.close()
 
 
 def run_demo(state: StackState, console: Console) -> int:
@@ -207,6 +233,32 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
         f"{json.dumps(greedy.json())}; stock still {client.level(GOODS)}"
     )
 
+    restock = client.adjust(GOODS, delta=3, reason="restock", reference="demo delivery 1")
+    console.print(
+        f"\n[bold]9. An adjustment[/]: POST /stock/{GOODS}/adjustments "
+        f'{{"delta": 3, "reason": "restock"}} -> HTTP {restock.status_code} '
+        f"{json.dumps(restock.json().get('entry'))}; stock now {client.level(GOODS)}"
+    )
+    history = client.history(GOODS, limit=6)
+    ledger = Table(title=f"10. GET /stock/{GOODS}/history: why {GOODS} is {client.level(GOODS)}")
+    for column in ("seq", "kind", "delta", "level after", "flag or reason"):
+        ledger.add_column(column, overflow="fold")
+    for entry in history.get("entries", []):
+        what = entry.get("flag") or entry.get("reason") or ""
+        ledger.add_row(
+            str(entry["seq"]), entry["kind"], f"{entry['delta']:+d}", str(entry["levelAfter"]), what
+        )
+    console.print()
+    console.print(ledger)
+    events = stock_events(state, [order_id, "restock"])
+    console.print("\n[bold]11. The stock events[/] (the relay's Redis Stream, from the outbox):")
+    for fields in events or [{"kind": "(none yet: is a relay running?)"}]:
+        what = fields.get("flag") or fields.get("reason") or ""
+        console.print(
+            f"   #{fields.get('id', '')} {fields.get('goodsId', '')} seq {fields.get('seq', '')} "
+            f"{fields['kind']} {fields.get('delta', '')} -> {fields.get('level', '')} {what}"
+        )
+
     order = client.order_row(order_id)
     ok = (
         response.status_code == 200
@@ -216,13 +268,17 @@ def tell_story(state: StackState, client: StackClient, console: Console) -> int:
         and after == before - 2
         and again.json().get("orderId") == order_id
         and greedy.status_code == 409
-        and client.level(GOODS) == after
+        and restock.status_code == 201
+        and client.level(GOODS) == after + 3
+        and {e["kind"] for e in history.get("entries", [])} >= {"deducted", "adjusted"}
+        and any(f.get("flag") == order_id for f in events)
     )
     verdict = "[green]the story holds" if ok else "[red]something is off: see above"
     console.print(
         Panel(
             f"{verdict}[/]: order {order_id} is {order['status']}, "
-            f"{before} - 2 = {after}, one flow, one order for two submits"
+            f"{before} - 2 = {after}, one flow, one order for two submits; restocked, "
+            "every change in the history and the events"
         )
     )
     return 0 if ok else 1

@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -239,3 +240,36 @@ def test_adjustments_racing_deductions_keep_the_ledger_whole(services: Services)
     for before, after in itertools.pairwise(entries):
         assert after["levelAfter"] == before["levelAfter"] + after["delta"], (before, after)
     assert entries[-1]["levelAfter"] == s.level(goods) >= 0
+
+
+def test_a_pay_whose_release_got_no_answer_is_released_by_the_reconciler(
+    settings: Settings,
+) -> None:
+    import httpx
+
+    from order_service.reconcile import HOLD_RELEASE_AGE, reconcile
+    from order_service.stock_client import StockClient
+
+    class NoReleases(httpx.BaseTransport):
+        def __init__(self, inner: httpx.BaseTransport) -> None:
+            self.inner = inner
+
+        def handle_request(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path.startswith("/holds/"):
+                raise httpx.ConnectError("cut", request=request)
+            return self.inner.handle_request(request)
+
+    with running_services(settings, wrap_transport=NoReleases) as s:
+        goods = unique()
+        s.seed(goods, 5)
+        held = place(s, {goods: 2}, payWithinSeconds=600).json["orderId"]
+        assert s.order.post(f"/orders/{held}/pay").status_code == 200  # paid all the same
+        assert s.stock.get(f"/stock/{goods}").json["held"] == 2  # the release got no answer
+        transport = httpx.WSGITransport(app=s.stock_app)
+        later = utcnow() + HOLD_RELEASE_AGE + timedelta(seconds=1)
+        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+            store = s.order_app.extensions["orders"].store
+            report = reconcile(store, stock, timedelta(hours=1), now=later)
+        assert held in report.released
+        assert s.stock.get(f"/stock/{goods}").json["held"] == 0
+        assert store.hold_releases(later, 10) == []  # nothing left to tell

@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     started_here = state is None or not stack_state.is_running(state)
     if started_here:
         console.print("starting the local stack (inventory up) ...")
-        state = stack.up(say=console.print)
+        state = stack.up(say=console.print, relays=1)  # the story shows the stock events
     assert state is not None
     try:
         return run_demo(state, console)

@@ -31,6 +31,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instances of the elected reconciler (one leads, the others stand by)",
     )
     parser.add_argument(
+        "--relays",
+        type=at_least(0),
+        default=2,
+        help="instances of the relay of stock events (one leads, the others stand by)",
+    )
+    parser.add_argument(
         "--monitoring",
         action="store_true",
         help="also start Debian's prometheus, scraping both services (its URL in the status)",
@@ -43,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
             workers=args.workers,
             threads=args.threads,
             reconcilers=args.reconcilers,
+            relays=args.relays,
             monitoring=args.monitoring,
             say=console.print,
         )

@@ -1,0 +1,30 @@
+"""`inventory relay`: one instance of the relay of stock events, until SIGTERM or ^C, with the
+running stack's settings: `python -m stock_service.relay` (the product's own entry point,
+configured by its environment alone) given the stack's environment."""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+from inventory.local import stack_state
+from shared.settings import Settings
+
+NAME = "relay"
+SUMMARY = "the stock events' relay: one elected leader publishes the outbox, the others stand by"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--name", default=None, help="this instance's name in the election (default host:pid)"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from shared.programs import run_singleton
+    from stock_service.relay import serve
+
+    state = stack_state.load_state()
+    settings = Settings.from_env({**(state.env() if state else {}), **os.environ})
+    names = ["--name", args.name] if args.name else []
+    return run_singleton("relay", serve, names, settings)
