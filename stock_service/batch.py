@@ -106,6 +106,7 @@ class Decision:
     flows: list[dict[str, Any]] = field(default_factory=list)
     level: int | None = None  # an adjustment's: the level after it, or the level that was stale
     entries: list[Entry] = field(default_factory=list)  # its lines of the ledger
+    committed_at: Any = None  # the time of the commit that wrote it (set once committed)
 
 
 @dataclass

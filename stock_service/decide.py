@@ -123,6 +123,8 @@ def decide_batch(
             log.info("a flag was decided since the read (the unique key found it): re-reading")
             continue
         _attach_flows(requests, the_plan.decisions, flows, write.stamp)
+        for decision in the_plan.decisions:
+            decision.committed_at = write.stamp
         return the_plan.decisions
     raise LockLost("the batch was overtaken on every attempt; nothing was written")
 

@@ -59,7 +59,10 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
                     "adjustment would take it below zero; `num` is the level now",
                 ),
                 413: BODY_TOO_LARGE,
-                422: (ErrorBody, f"A reason that is not one of: {REASON_TEXT}"),
+                422: (
+                    ErrorBody,
+                    f"A reason that is not one of: {REASON_TEXT}; expected given with delta",
+                ),
                 503: DOWN,
             }
         )
@@ -69,6 +72,8 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
         loss), or to an absolute level, a compare-and-swap against the level the caller saw."""
         if json_data.reason not in REASONS:
             raise ApiError(422, f"reason must be one of: {REASON_TEXT}", field="reason")
+        if json_data.expected is not None and json_data.num is None:
+            raise ApiError(422, "expected goes with num (a compare-and-swap)", field="expected")
         known(goodsId)
         adjustment = Adjustment(
             goodsId,
@@ -96,6 +101,7 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
                 "levelAfter": entry.level_after,
                 "reason": adjustment.reason,
                 "reference": adjustment.reference,
+                "time": decision.committed_at.isoformat(),
             },
         }
         return jsonify(body), 201
@@ -105,7 +111,12 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
     @bp.input(HistoryQuery, location="query")
     @bp.doc(
         responses=answers(
-            {200: (History, "A page of entries, or the level then"), 404: UNKNOWN, 503: DOWN}
+            {
+                200: (History, "A page of entries, or the level then"),
+                404: UNKNOWN,
+                422: (ErrorBody, "`at` is shaped as a time but is none (a 13th month)"),
+                503: DOWN,
+            }
         )
     )
     def history(goodsId: str, path_data: Any, query_data: Any) -> Response:
@@ -114,8 +125,11 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
         or, with `at`, the level at that time."""
         known(goodsId)
         ledger = deps().ledger
-        if query_data.at is not None:
-            at = query_data.at.replace(tzinfo=None)
+        try:
+            at = query_data.moment()
+        except ValueError as exc:  # the pattern's shape, not a time (month 13, day 0)
+            raise ApiError(422, f"at: not a time ({exc})", field="at") from exc
+        if at is not None:
             level, _entry = ledger.level_at(goodsId, at)
             return jsonify({"goodsId": goodsId, "at": at.isoformat(), "num": level})
         page = ledger.page(goodsId, query_data.limit, query_data.before)

@@ -2,7 +2,7 @@
 stock events' schema. (No `from __future__ import annotations`: pydantic reads these
 annotations at class creation, including the enclosing function's limits.)"""
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -36,8 +36,6 @@ def adjustment_model(max_level: int) -> type[Strict]:
         def _one_form(self) -> Self:
             if (self.delta is None) == (self.num is None):
                 raise ValueError("give exactly one of delta or num")
-            if self.expected is not None and self.num is None:
-                raise ValueError("expected goes with num (a compare-and-swap of the level)")
             return self
 
     return AdjustmentBody
@@ -48,17 +46,34 @@ def threshold_model(max_level: int) -> type[Strict]:
         lowStock: Annotated[
             int | None,
             Field(ge=1, le=max_level, description="a level below this is low; null: none"),
+            WHOLE,
         ]
 
     return ThresholdBody
 
 
+# An ISO 8601 time, as the history's `at` takes it (a number is not a time here).
+ISO_TIME = r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?(Z|[+-]\d{2}:?\d{2})?$"
+
+
 class HistoryQuery(BaseModel):
     limit: int = Field(50, ge=1, le=500, description="entries in the page, newest first")
     before: int | None = Field(None, ge=1, description="the seq the page ends before")
-    at: datetime | None = Field(
-        None, description="instead of a page: the level at this time (UTC, ISO 8601)"
+    at: str | None = Field(
+        None,
+        pattern=ISO_TIME,
+        json_schema_extra={"format": "date-time"},
+        description="instead of a page: the level at this time (ISO 8601; UTC if no offset)",
     )
+
+    def moment(self) -> datetime | None:
+        """`at` as a naive UTC time, as the columns keep it."""
+        if self.at is None:
+            return None
+        found = datetime.fromisoformat(self.at.replace("Z", "+00:00"))
+        if found.tzinfo is not None:
+            found = found.astimezone(UTC).replace(tzinfo=None)
+        return found
 
 
 class Entry(BaseModel):
