@@ -12,6 +12,7 @@ from order_service.batching import OrderBatches
 from order_service.cancellation import Cancellation
 from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
+from order_service.flags import FlagWriter
 from order_service.flow import OrderFlow
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -56,14 +57,8 @@ def create_app(
         token=settings.stock_service_token,
     )
     store = OrderStore(engine)
-    batches = OrderBatches(
-        store,
-        redis_client,
-        stock,
-        settings.flag_ttl,
-        settings.flag_write_seconds,
-        settings.order_batch_max,
-    )
+    flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
+    batches = OrderBatches(store, flags, stock, settings.order_batch_max)
     flow = OrderFlow(
         store,
         redis_client,

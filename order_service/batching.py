@@ -22,18 +22,19 @@ rule counts) starts with its own batch.
 from __future__ import annotations
 
 import logging
-import time
 from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-import redis
 from sqlalchemy.exc import IntegrityError
 
 from order_service import transitions
+from order_service.flags import FlagWriter
 from order_service.model import (
     FAILED,
     INSUFFICIENT_STOCK,
+    OUTCOME_UNKNOWN,
+    PENDING,
     REDIS_UNAVAILABLE,
     VOIDED,
     OrderRequest,
@@ -45,12 +46,10 @@ from order_service.transitions import Finish, NewOrder
 from shared.combining import BatchHandle, Combiner
 from shared.contract import Outcome
 from shared.metrics import ORDER_BATCH_SIZE, ORDERS
-from shared.retry import RetryBudget
 from shared.settings import FLAG_WRITES
 
 log = logging.getLogger(__name__)
 LANE = "orders"  # one lane per process: a batch takes whatever queued behind the one before
-FLAG_WRITE_ATTEMPTS = 10  # within FLAG_WRITE_SECONDS: a Redis restart or failover ridden out
 
 
 @dataclass(frozen=True)
@@ -92,19 +91,13 @@ class OrderBatches:
     def __init__(
         self,
         store: OrderStore,
-        redis_client: redis.Redis,
+        flags: FlagWriter,
         stock: StockClient,
-        flag_ttl: int,
-        flag_write_seconds: float,
         batch_max: int,
-        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.store = store
-        self.redis = redis_client
+        self.flags = flags
         self.stock = stock
-        self.flag_ttl = flag_ttl
-        self.flag_write_seconds = flag_write_seconds
-        self.sleep = sleep
         self.combiner: Combiner[Item, BatchResult] = Combiner(self.run_batch, batch_max)
 
     def submit(self, order: NewOrder, request: OrderRequest, patience: float) -> BatchResult:
@@ -157,10 +150,11 @@ class OrderBatches:
     ) -> dict[str, BatchResult]:
         """Steps 4-7 for orders written PENDING: their flags, the stock call, the finish."""
         ids = [order.order_id for order in orders]
-        if not self.write_flags(ids, in_trouble):  # no flag, no stock call: nothing deducted
-            return self.finish(
-                [Finish(i, FAILED, REDIS_UNAVAILABLE) for i in ids], "redis", len(ids)
-            )
+        if not self.write_flags(ids, in_trouble):
+            # No flag, so no stock call: nothing was deducted. PENDING, not FAILED: the
+            # reconciler writes the flag and deducts once Redis is back (no sale lost to it).
+            why = f"{OUTCOME_UNKNOWN}: {REDIS_UNAVAILABLE}, the flag was not written"
+            return self.finish([Finish(i, PENDING, why) for i in ids], "redis", len(ids))
         wanted = {order.order_id: order.lines for order in orders}
         holds = frozenset(order.order_id for order in orders if order.pay_within)
         answers = self.call_stock(wanted, in_trouble, holds)
@@ -190,23 +184,8 @@ class OrderBatches:
     def write_flags(
         self, order_ids: list[str], in_trouble: Callable[[], None] = lambda: None
     ) -> bool:
-        """Step 4, the operation flags: let the stock service tell a live operation from a
-        retry of a decided one. One pipeline for the batch, tried again for a few seconds (a
-        SET is idempotent): a Redis restarting or failing over would otherwise fail every
-        order placed meanwhile, with the stock on the shelf. False when Redis stays down."""
-        budget = RetryBudget(FLAG_WRITE_ATTEMPTS, self.flag_write_seconds, 0.1, 1.0, self.sleep)
-        while budget.next_attempt():
-            if budget.used > 1:
-                in_trouble()
-            try:
-                pipe = self.redis.pipeline(transaction=False)
-                for order_id in order_ids:
-                    pipe.set(order_id, "orderId", ex=self.flag_ttl)
-                pipe.execute()
-                return True
-            except redis.RedisError as exc:
-                log.warning("redis unavailable writing %d flags: %s", len(order_ids), exc)
-        return False
+        """Step 4, the operation flags, one pipeline for the batch (order_service/flags.py)."""
+        return self.flags.write(order_ids, in_trouble)
 
     def call_stock(
         self,

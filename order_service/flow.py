@@ -22,10 +22,10 @@ What each answer of the stock service makes of the order:
 - unknown_flag: the flag is live neither in Redis nor in the stock database (Redis lost it):
   the flag is written again and the call made again.
 - no answer (timeouts, 5xx after the retries), or a flow that cannot be read: the outcome is
-  unknown, and the stock service is asked to settle it (`void`): voided means nothing was and
-  nothing ever will be deducted (FAILED); deducted means CONFIRMED. If even that gets no
-  answer, the order stays PENDING with its reason, and the elected reconciler settles it the
-  same way later.
+  unknown, and the stock database is asked what it decided (GET /flags): deducted means
+  CONFIRMED, refused or voided FAILED. Undecided, or no answer: the order stays PENDING with
+  its reason, and the elected reconciler deducts again under the same flag once the
+  dependency is back (and voids it only after RECONCILE_VOID_AFTER).
 So an order is FAILED only on a decision of the stock database, never on a guess, and no
 answer is ever contradicted by the order's final state. The answer is made from the row as the
 write left it: a reconciler that settled the order first wins, and the answer says what it did.
@@ -155,13 +155,16 @@ class OrderFlow:
         request: OrderRequest,
         answer: StockAnswer,
     ) -> Placement:
-        """No flow after the polls, and no decision that says none will come: ask the stock
-        service to decide (void). Its decision is final; no answer leaves the order PENDING
-        for the reconciler."""
+        """No flow after the polls: ask the stock database what it decided, changing nothing.
+        Decided, its decision is final. Undecided (the deduction could not run: no lock
+        quorum, the stock service unreachable), or no answer: the order stays PENDING, and
+        the elected reconciler deducts again under the same flag once the dependency is back,
+        voiding it only after RECONCILE_VOID_AFTER: a fault healed within that bound loses no
+        sale (before, the order was voided here, with the stock on the shelf)."""
         why = answer.error or f"the stock service answered {answer.outcome}"
         unavailable = "redis" if answer.outcome == Outcome.UNKNOWN_FLAG else STOCK_SERVICE
-        decision = self.stock.void(order_id)
-        if decision is None:
+        decision = self.stock.decision(order_id)
+        if decision is None or decision.outcome is None:
             return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, why, unavailable=unavailable)
         status = decided_status(decision, request.lines)
         if status == CONFIRMED:

@@ -6,10 +6,14 @@ orders failed or were confirmed):
 
 - PENDING, older than `older_than` (one request's whole budget, Settings.request_budget: the
   settings refuse less, so no request of it is still running): its request lost the stock
-  service (or died), and its attempts may have committed after it stopped polling. The stock
-  service is asked to settle its flag (`void`): deducted makes it CONFIRMED (a hold:
-  AWAITING_PAYMENT, its clock starting now), voided or refused FAILED (and no attempt of it
-  can deduct any more).
+  service or a dependency of it (or died), and its attempts may have committed after it
+  stopped polling. The stock database is asked what it decided for the flag (GET /flags):
+  deducted makes it CONFIRMED (a hold: AWAITING_PAYMENT, its clock starting now), refused or
+  voided FAILED. Undecided, the deduction is made again under the same flag (its flag
+  written again, then reduceStock: the decision table keeps it to one deduction), so a fault
+  healed since loses no sale; still undecided, it waits for the next pass, and once the order
+  is older than `void_after` (RECONCILE_VOID_AFTER) its flag is voided instead: nothing was
+  and nothing will be deducted, FAILED.
 - CANCELLING, older than `older_than`: a cancel recorded whose stock return got no answer; the
   return is asked again (idempotent), and the order becomes CANCELLED.
 - AWAITING_PAYMENT past its pay deadline: the hold expired unpaid; it is cancelled and its
@@ -33,6 +37,7 @@ from datetime import UTC, datetime, timedelta
 
 from order_service import transitions
 from order_service.cancellation import Cancellation, Outcome
+from order_service.flags import FlagWriter
 from order_service.model import (
     AWAITING_PAYMENT,
     CANCELLED,
@@ -44,6 +49,7 @@ from order_service.model import (
     OrderRow,
 )
 from order_service.settlement import decided_status, failed_because
+from order_service.stock_answers import REJECTED, StockDecision
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence
@@ -62,6 +68,7 @@ class ReconcileReport:
     failed: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)  # flows that are not the order's lines
     unreachable: int = 0
+    retried: list[str] = field(default_factory=list)  # undecided: deducted again, still unknown
     cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
     released: list[str] = field(default_factory=list)  # paid holds' units released
 
@@ -74,15 +81,21 @@ def reconcile(
     fence: Fence | None = None,
     before_write: Callable[[], None] = lambda: None,
     page_size: int = PAGE_SIZE,
+    flags: FlagWriter | None = None,
+    void_after: timedelta | None = None,
 ) -> ReconcileReport:
     """One pass. `fence`: the elected reconciler's (epoch, leader token); every write carries
-    it, and transitions.Superseded ends the pass when a newer leader has written."""
+    it, and transitions.Superseded ends the pass when a newer leader has written. `flags`:
+    how an undecided order's deduction is made again (None: it is voided at once); `void_after`:
+    the age past which an undecided order is voided instead (None: never while it can be
+    deducted again)."""
     now = now or datetime.now(UTC).replace(tzinfo=None)
     report = ReconcileReport()
     cancellation = Cancellation(store, stock)
+    again = DeductAgain(stock, flags, now, void_after) if flags is not None else None
 
     def settle(order: OrderRow) -> None:
-        settle_one(store, stock, order, report, fence, before_write)
+        settle_one(store, stock, order, report, fence, before_write, again)
 
     def finish_cancel(order: OrderRow) -> None:
         report.examined += 1
@@ -143,11 +156,14 @@ def settle_one(
     report: ReconcileReport,
     fence: Fence | None,
     before_write: Callable[[], None],
+    again: DeductAgain | None = None,
 ) -> None:
     report.examined += 1
-    decision = stock.void(order.id)
-    if decision is None:
-        report.unreachable += 1
+    decision = stock.decision(order.id) if again is not None else stock.void(order.id)
+    if decision is not None and decision.outcome is None and again is not None:
+        decision = again.settle(order, report)
+    if decision is None or decision.outcome is None:
+        report.unreachable += decision is None
         return
     status = decided_status(decision, order.lines)
     if status is None:
@@ -163,3 +179,31 @@ def settle_one(
         placed = status in (CONFIRMED, AWAITING_PAYMENT, CANCELLED)
         (report.confirmed if placed else report.failed).append(order.id)
         log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)
+
+
+@dataclass
+class DeductAgain:
+    """What the reconciler does with an order whose flag the stock database has not decided:
+    deduct again under the same flag while the order is younger than `void_after`, void it
+    after. Its `settle` answers the decision that came of it, or one with no outcome (still
+    undecided: the next pass tries again), or None (the stock service or Redis unreachable)."""
+
+    stock: StockClient
+    flags: FlagWriter
+    now: datetime
+    void_after: timedelta | None
+
+    def settle(self, order: OrderRow, report: ReconcileReport) -> StockDecision | None:
+        if self.void_after is not None and order.created_at <= self.now - self.void_after:
+            log.warning("order %s undecided past RECONCILE_VOID_AFTER: voided", order.id)
+            return self.stock.void(order.id)
+        if not self.flags.write([order.id]):
+            return None
+        answer = self.stock.reduce_stock(order.id, order.lines, hold=bool(order.pay_within))
+        if answer.outcome == REJECTED:  # its goods are unknown: nothing can be deducted
+            return self.stock.void(order.id)
+        decision = self.stock.decision(order.id)
+        if decision is not None and decision.outcome is None:
+            report.retried.append(order.id)
+            log.warning("order %s: deducted again, still undecided (%s)", order.id, answer.error)
+        return decision

@@ -30,6 +30,7 @@ import threading
 import time
 from datetime import timedelta
 
+from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -56,9 +57,12 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
         0,
         token=settings.stock_service_token,
     )
+    redis_client = make_redis(settings.redis_url)
+    # An undecided order's flag is written again before its deduction is made again.
+    flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
     # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
     # leader inside its pass, in the same Redis keys as the stock service's faults.
-    faults = Faults(make_redis(settings.redis_url)) if settings.fault_injection else NO_FAULTS
+    faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
     elector = make_elector(settings, ELECTION_PATH, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())
     try:
@@ -67,12 +71,13 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
             if token is None:
                 break
             log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-            lead(settings, identifier, token, elector, store, stock, faults, stop)
+            lead(settings, identifier, token, elector, store, stock, flags, faults, stop)
             elector.resign()  # deposed, not sure, refused or stopped: hand over, stand by
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
         stock.close()
+        redis_client.close()
         store.engine.dispose()
 
 
@@ -83,6 +88,7 @@ def lead(
     elector: Elector,
     store: OrderStore,
     stock: StockClient,
+    flags: FlagWriter,
     faults: Faults,
     stop: threading.Event,
 ) -> None:
@@ -99,6 +105,8 @@ def lead(
                 timedelta(seconds=settings.reconcile_age()),
                 fence=Fence(settings.reconciler_epoch, token),
                 before_write=lambda: faults.fire("reconciler_stop_before_write"),
+                flags=flags,
+                void_after=timedelta(seconds=settings.reconcile_void_after),
             )
         except Superseded as exc:
             log.warning("%s refused token=%d at=%.3f: %s", identifier, token, time.time(), exc)
@@ -108,7 +116,7 @@ def lead(
         else:
             log.info(
                 "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
-                "unreachable=%d",
+                "retried=%d unreachable=%d",
                 identifier,
                 token,
                 time.time(),
@@ -116,6 +124,7 @@ def lead(
                 len(report.confirmed),
                 len(report.failed),
                 len(report.cancelled),
+                len(report.retried),
                 report.unreachable,
             )
         stop.wait(settings.reconcile_interval)

@@ -30,7 +30,9 @@ class StockAnswer:
 class StockDecision:
     """What the stock database decided for a flag, as `void` or `return_stock` learned it."""
 
-    outcome: str  # void: a shared.contract.Decided; return_stock: returned or voided
+    # void and decision: a shared.contract.Decided (decision: None while undecided);
+    # return_stock: returned or voided
+    outcome: str | None
     flows: list[dict[str, Any]]  # the flows (void), or the return rows (return_stock)
 
     def deducted_lines(self) -> dict[str, int]:

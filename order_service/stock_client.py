@@ -192,6 +192,25 @@ class StockClient:
             pending = [flag for flag in pending if answers[flag].outcome == UNKNOWN]
         return answers
 
+    def decision(self, flag: str) -> StockDecision | None:
+        """What the stock database decided for the flag, changing nothing (GET /flags):
+        `outcome` None while undecided; None when the stock service gave no answer within the
+        budget."""
+        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
+        if self.sleep is not None:
+            budget.sleep = self.sleep
+        while budget.next_attempt():
+            try:
+                response = self.http.get(f"/flags/{flag}", headers=request_id_headers())
+            except httpx.TransportError as exc:
+                log.warning("flags %s attempt %d: %s", flag, budget.used, type(exc).__name__)
+                continue
+            if response.status_code == 200:
+                body = response.json()
+                return StockDecision(body["decision"], list(body.get("flows", [])))
+            log.warning("flags %s attempt %d: HTTP %d", flag, budget.used, response.status_code)
+        return None
+
     def release_hold(self, flag: str) -> bool:
         """A hold was paid: the stock service stops counting its units as held. True once it
         answered (released now, or nothing to release); False when it gave no answer (the

@@ -109,6 +109,12 @@ class Settings:
     reconcile_interval: float = 30.0
     reconcile_older_than: float | None = None
     reconcile_age_unchecked_for_tests: bool = False
+    # A PENDING order whose flag the stock database has not decided (its deduction could not
+    # run: no lock quorum, the stock service unreachable) is deducted again by the reconciler,
+    # under the same flag, until it is this old; then its flag is voided and it FAILs. A fault
+    # healed within it loses no sale; the buyer, told 503 PENDING, sees the order CONFIRMED
+    # (GET /orders/{id}) at the first pass after the heal.
+    reconcile_void_after: float = 300.0
     # The reconciler fence's epoch: raise it (on every reconciler) after the lock service was
     # rebuilt with the order database kept, as its new leaders' tokens start again from small
     # numbers and the fence holds the old ones (order_service/transitions.py).
@@ -231,6 +237,14 @@ class Settings:
                 f"({self.request_budget():g} s from FLAG_WRITE_SECONDS, STOCK_CALL_BUDGET, "
                 "STOCK_CALL_TIMEOUT and CONFIRM_BACKOFF): the reconciler would void orders "
                 "whose request is still at work; leave it unset, or raise it"
+            )
+        if self.reconcile_void_after < self.reconcile_age() and not (
+            self.reconcile_age_unchecked_for_tests
+        ):
+            raise ValueError(
+                f"RECONCILE_VOID_AFTER={self.reconcile_void_after:g} is below the age the "
+                f"reconciler takes orders at ({self.reconcile_age():g} s): an order it could "
+                "deduct again would be voided at its first look"
             )
         if self.flag_write_seconds <= 0 or self.stock_call_budget <= 0:
             raise ValueError("FLAG_WRITE_SECONDS and STOCK_CALL_BUDGET must be positive")

@@ -10,7 +10,6 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
-from shared.contract import Decided
 from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.logs import log_context
@@ -27,19 +26,23 @@ from stock_service.schemas import (
     Flows,
     GoodsPath,
     HoldQuery,
-    HoldReleased,
     InputModels,
     LevelSet,
-    Returned,
     StockLevel,
     UnknownGoods,
-    Voided,
 )
 
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
-SERVICE_ROUTES = ("/reduceStock", "/voidFlag/", "/returnStock/", "/stockFlow/", "/holds/")
+SERVICE_ROUTES = (
+    "/reduceStock",
+    "/voidFlag/",
+    "/returnStock/",
+    "/stockFlow/",
+    "/holds/",
+    "/flags/",
+)
 NOT_DEDUCTED = (Outcome.INSUFFICIENT, Outcome.VOIDED, Outcome.CANCELLED, Outcome.UNKNOWN_FLAG)
 
 
@@ -162,54 +165,6 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         timing = {"Server-Timing": f"flags;desc={len(flags)}"}
         return jsonify({"results": results}), 200, timing
 
-    @bp.put("/voidFlag/<flag>")
-    @bp.input(FlagPath, location="path")
-    @bp.doc(
-        responses=answers(
-            {
-                200: (
-                    Voided,
-                    "The flag's decision: voided (now, or before), or what it was before "
-                    "(deducted or returned, with its flows; refused): nothing changed",
-                ),
-                503: DOWN,
-            }
-        )
-    )
-    def void_flag(flag: str, path_data: Any) -> Response:
-        """Settle a flag whose outcome is unknown: unless it was deducted, decide it voided,
-        so no deduction of it can ever happen (a later one is answered `voided`). What the
-        order service does when it cannot learn an outcome, and what the reconciler does to
-        settle an order left PENDING. Needs no lock: the decision's key orders it against a
-        deduction."""
-        log_context(flag=flag, order_id=flag)
-        outcome = deps().deduction.void(flag, "voided: outcome unknown to the order service")
-        deducted = outcome in (Decided.DEDUCTED, Decided.RETURNED)
-        flows = deps().store.flows(flag) if deducted else []
-        return jsonify({"flag": flag, "outcome": outcome, "flows": [flow_json(f) for f in flows]})
-
-    @bp.put("/returnStock/<flag>")
-    @bp.input(FlagPath, location="path")
-    @bp.doc(
-        responses=answers(
-            {
-                200: (Returned, "The flag's stock is back, or the flag is voided"),
-                503: DOWN,
-            }
-        )
-    )
-    def return_stock(flag: str, path_data: Any) -> Response:
-        """Cancel: give back exactly what this flag deducted, once, under the same lock and
-        fence as a deduction. A flag with no deduction is voided (an empty rollback, recorded),
-        so a deduction of it arriving later is refused."""
-        log_context(flag=flag, order_id=flag)
-        outcome = deps().deduction.cancel(flag)
-        rows = deps().store.returns(flag) if outcome is Outcome.RETURNED else []
-        DEDUCTIONS.labels(f"cancel_{outcome.value}").inc()
-        return jsonify(
-            {"flag": flag, "outcome": outcome.value, "returns": [flow_json(r) for r in rows]}
-        )
-
     @bp.get("/stockFlow/<flag>")
     @bp.input(FlagPath, location="path")
     @bp.doc(responses=answers({200: (Flows, "The flows of this flag"), 503: DOWN}))
@@ -273,15 +228,6 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         row = d.store.level(goodsId)
         assert row is not None
         return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})
-
-    @bp.put("/holds/<flag>/release")
-    @bp.input(FlagPath, location="path")
-    @bp.doc(responses=answers({200: (HoldReleased, "Released, or nothing to release"), 503: DOWN}))
-    def release_hold(flag: str, path_data: Any) -> Response:
-        """A hold was paid: its units are no longer counted as held (GET /stock's `held`). The
-        order service calls it after a pay; idempotent, and it needs no lock."""
-        log_context(flag=flag, order_id=flag)
-        return jsonify({"flag": flag, "released": deps().deduction.release_hold(flag)})
 
     add_health_route(bp, lambda: deps().health(), "the database, Redis and the lock service")
     return bp

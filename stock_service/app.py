@@ -28,6 +28,7 @@ from stock_service.holds import LockPolicy
 from stock_service.ledger import Ledger
 from stock_service.ledger_api import ledger_routes
 from stock_service.schemas import input_models
+from stock_service.settle_api import settle_routes
 from stock_service.store import StockStore
 
 log = logging.getLogger("stock_service")
@@ -66,6 +67,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     models = input_models(settings.max_lines, settings.max_quantity, settings.max_stock_level)
     admin = admin_auth(settings.admin_token)
     app.register_blueprint(stock_routes(models, admin))
+    app.register_blueprint(settle_routes())
     app.register_blueprint(ledger_routes(admin, settings.max_stock_level))
     if settings.stock_service_token:
         app.before_request(service_guard(settings.stock_service_token, SERVICE_ROUTES))

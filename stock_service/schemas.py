@@ -141,6 +141,12 @@ class Flows(RootModel[list[Flow]]):
     """The stock-flow rows of one flag: empty until it was deducted."""
 
 
+class FlagState(Answer):
+    flag: str
+    decision: Decided | None = Field(description="none yet: null")
+    flows: list[Flow] = Field(description="the flows, when it was deducted (or returned)")
+
+
 class Voided(Answer):
     flag: str
     outcome: Decided = Field(

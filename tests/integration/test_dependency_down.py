@@ -1,18 +1,31 @@
-"""A dependency that is down: a 503 that names it, and no order left PENDING without a reason.
-Each test has its own ZooKeeper and Redis, since it stops them."""
+"""A dependency that is down: a 503 that names it, no order left PENDING without a reason, and
+no sale lost once it is back (issue 31: the reconciler deducts again an order whose flag is
+undecided). Each test has its own ZooKeeper and Redis, since it stops them."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 import redis as redis_lib
 
 import order_service
-from inventory.local.servers import ServerProcess, free_port, start_redis, start_zookeeper
+from inventory.local.servers import (
+    ServerProcess,
+    free_port,
+    start_redis,
+    start_zookeeper,
+    wait_until,
+)
+from order_service.flags import FlagWriter
+from order_service.reconcile import reconcile
+from order_service.stock_client import StockClient
 from tests.conftest import make_settings, unique
-from tests.helpers import running_services
+from tests.helpers import Services, running_services
 
 
 @pytest.fixture
@@ -29,29 +42,39 @@ def own_redis(tmp_path: Path) -> Iterator[ServerProcess]:
     server.stop()
 
 
-def test_redis_down_gives_503_naming_redis_and_a_failed_order_with_reason(
-    database_url: str, zk_server: ServerProcess, own_redis: ServerProcess
+def test_redis_down_gives_503_naming_redis_and_the_sale_is_made_once_it_is_back(
+    database_url: str, zk_server: ServerProcess, own_redis: ServerProcess, tmp_path: Path
 ) -> None:
+    """No flag could be written, so nothing was deducted: the order stays PENDING (before, it
+    FAILED with the stock on the shelf), and once Redis is back the reconciler writes its flag
+    and deducts it: no sale lost to a Redis outage the deployment survives."""
     with running_services(make_settings(database_url, zk_server, own_redis)) as s:
         goods, user = unique(), unique("u")
         s.seed(goods, 5)
         own_redis.stop()
         response = s.order.post("/genOrder", json={"userId": user, "goodsIds": [goods]})
-        assert response.status_code == 503
+        assert (response.status_code, response.json["status"]) == (503, "PENDING")
         assert response.json["dependency"] == "redis"
-        assert [(o["status"], o["reason"]) for o in s.orders_of(user)] == [
-            ("FAILED", "redis_unavailable")
-        ]
+        [order] = s.orders_of(user)
+        assert order["status"] == "PENDING" and "redis_unavailable" in order["reason"]
         stock_answer = s.stock.put(
             f"/reduceStock/{unique('flag')}", json=[{"goodsId": goods, "goodsNum": 1}]
         )
         assert stock_answer.status_code == 503
         assert stock_answer.json["dependency"] == "redis"
         assert s.level(goods) == 5
+        back = start_redis(tmp_path / "redis-again", port=own_redis.port)  # the same address
+        try:
+            report = reconcile_now(s)
+        finally:
+            back.stop()
+        assert order["id"] in report.confirmed, report
+        assert s.order.get(f"/orders/{order['id']}").json["status"] == "CONFIRMED"
+        assert s.level(goods) == 4
 
 
-def test_zookeeper_down_gives_503_naming_it_and_keeps_the_flag_for_a_retry(
-    database_url: str, own_zk: ServerProcess, redis_server: ServerProcess
+def test_zookeeper_down_gives_503_naming_it_and_the_sale_is_made_once_it_is_back(
+    database_url: str, own_zk: ServerProcess, redis_server: ServerProcess, tmp_path: Path
 ) -> None:
     settings = make_settings(
         database_url, own_zk, redis_server, stock_call_retries=1, lock_timeout=1.0
@@ -71,14 +94,39 @@ def test_zookeeper_down_gives_503_naming_it_and_keeps_the_flag_for_a_retry(
         response = s.order.post("/genOrder", json={"userId": user, "goodsIds": [goods]})
         assert response.status_code == 503
         assert response.json["dependency"] == "stock service"
-        # The flag was voided (that needs no lock): FAILED for good, and the answer says so.
-        assert response.json["status"] == "FAILED"
+        # The flag is undecided (no lock, no deduction): PENDING, not voided (before, it was
+        # voided here, and FAILED with the stock on the shelf).
+        assert response.json["status"] == "PENDING"
         [order] = s.orders_of(user)
-        assert order["status"] == "FAILED"
-        assert order["reason"].startswith("voided") and "zookeeper" in order["reason"]
+        assert order["status"] == "PENDING" and "zookeeper" in order["reason"]
         assert s.level(goods) == 5
         health = s.stock.get("/healthz")
         assert health.status_code == 503 and health.json["checks"]["lock"] is False
+        unhealed = reconcile_now(s)  # ZooKeeper still down: deducted again, still undecided
+        assert order["id"] in unhealed.retried
+        back = start_zookeeper(tmp_path / "zk", port=own_zk.port, fsync=False)  # its data kept
+        try:
+            healthy = lambda: s.stock.get("/healthz").status_code == 200  # noqa: E731
+            wait_until(healthy, 30, "the stock service's lock service back")
+            report = reconcile_now(s)
+        finally:
+            back.stop()
+        assert order["id"] in report.confirmed, report
+        assert s.level(goods) == 4
+
+
+def reconcile_now(s: Services) -> Any:
+    """One pass of the reconciler as its service runs it (the flags written again, undecided
+    orders deducted again), over every PENDING order however young."""
+    transport = httpx.WSGITransport(app=s.stock_app)
+    client = redis_lib.Redis.from_url(s.settings.redis_url)
+    flags = FlagWriter(client, 60, 2.0)
+    try:
+        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+            store = s.order_app.extensions["orders"].store
+            return reconcile(store, stock, timedelta(0), flags=flags, void_after=timedelta(hours=1))
+    finally:
+        client.close()
 
 
 def test_stock_service_unreachable_leaves_pending_with_the_reason_recorded(

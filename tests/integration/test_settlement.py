@@ -9,7 +9,9 @@ from datetime import timedelta
 
 import httpx
 import redis as redis_lib
+import sqlalchemy as sa
 
+from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
 from order_service.stock_client import StockClient
 from shared.settings import Settings
@@ -86,8 +88,8 @@ def place(s: Services, goods: str, key: str | None = None) -> httpx.Response:
 def test_a_deduction_whose_flow_cannot_be_read_is_confirmed_not_failed(settings: Settings) -> None:
     """Fault 2 of the settlement issue: the stock service deducted, every GET /stockFlow poll
     failed. The order was FAILED not_confirmed (409), then the reconciler made it CONFIRMED, and
-    the same key replayed 409, then 200. Now the order service asks the stock service to settle
-    the flag (voidFlag), learns it was deducted, and answers 200 from the start."""
+    the same key replayed 409, then 200. Now the order service asks the stock database what it
+    decided for the flag (GET /flags), learns it was deducted, and answers 200 from the start."""
     context, made = wrapped(
         settings,
         lambda inner: Failing(
@@ -99,21 +101,21 @@ def test_a_deduction_whose_flow_cannot_be_read_is_confirmed_not_failed(settings:
         s.seed(goods, 5)
         first = place(s, goods, key)
         assert (first.status_code, first.json["status"]) == (200, "CONFIRMED"), first.json
-        assert "GET stockFlow" in made[0].seen and "PUT voidFlag" in made[0].seen
+        assert "GET stockFlow" in made[0].seen and "GET flags" in made[0].seen
         assert s.level(goods) == 4
         again = place(s, goods, key)
         assert (again.status_code, again.json["status"]) == (200, "CONFIRMED")
 
 
 def test_an_outcome_nobody_can_learn_is_pending_never_failed(settings: Settings) -> None:
-    """The stock service deducted; neither the flow nor voidFlag can be reached. The answer
-    says PENDING (503), the order stays PENDING, and the reconciler confirms it: no answer
-    was contradicted."""
+    """The stock service deducted; neither the flow nor the flag's decision can be read. The
+    answer says PENDING (503), the order stays PENDING, and the reconciler confirms it: no
+    answer was contradicted."""
     context, _ = wrapped(
         settings,
         lambda inner: Failing(
             inner,
-            lambda r: stock_route(r) in ("stockFlow", "voidFlag"),
+            lambda r: stock_route(r) in ("stockFlow", "flags"),
             lose=first_reduce_answer_lost(),
         ),
     )
@@ -144,7 +146,7 @@ def test_the_answer_follows_the_row_when_the_reconciler_settled_it_first(
     holder: dict[str, Services] = {}
 
     def reconciler_meanwhile(request: httpx.Request) -> None:
-        if stock_route(request) == "voidFlag":
+        if stock_route(request) == "flags":
             s = holder["s"]
             with StockClient(
                 "http://stock", 5, 0, 10, 0, transport=httpx.WSGITransport(app=s.stock_app)
@@ -155,7 +157,7 @@ def test_the_answer_follows_the_row_when_the_reconciler_settled_it_first(
         settings,
         lambda inner: Failing(
             inner,
-            lambda r: stock_route(r) in ("stockFlow", "voidFlag"),
+            lambda r: stock_route(r) in ("stockFlow", "flags"),
             reconciler_meanwhile,
             lose=first_reduce_answer_lost(),
         ),
@@ -203,23 +205,55 @@ def test_a_flag_redis_lost_before_the_retry_is_written_again_and_sold(settings: 
     flags.close()
 
 
-def test_an_unreachable_stock_service_fails_the_order_for_good_once_voided(
+def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_bound(
     settings: Settings,
 ) -> None:
-    """Every reduceStock attempt is cut, but voidFlag gets through: the flag is voided, so the
-    order can be FAILED (503 naming the stock service) knowing that no attempt of it will ever
-    deduct; a late attempt with the flag is refused."""
+    """Every reduceStock attempt is cut (the stock service unreachable for the whole call
+    budget): the flag is undecided, so the order stays PENDING (503) instead of being voided
+    with the stock on the shelf (issue 31). Once the network is back, the reconciler deducts
+    again under the same flag: the sale is made. An order undecided past RECONCILE_VOID_AFTER
+    is voided instead, and a late attempt of its flag is refused."""
+    cut = {"on": True}
     context, _ = wrapped(
-        settings, lambda inner: Failing(inner, lambda r: stock_route(r) == "reduceStock")
+        settings,
+        lambda inner: Failing(inner, lambda r: cut["on"] and stock_route(r) == "reduceStock"),
     )
     with context as s:
         goods = unique()
         s.seed(goods, 5)
-        answer = place(s, goods)
-        assert (answer.status_code, answer.json["status"]) == (503, "FAILED"), answer.json
-        assert answer.json["reason"].startswith("voided: ConnectError")
-        order_id = answer.json["orderId"]
+        kept, dropped = place(s, goods), place(s, goods)
+        for answer in (kept, dropped):
+            assert (answer.status_code, answer.json["status"]) == (503, "PENDING"), answer.json
+            assert answer.json["reason"].startswith("outcome_unknown: ConnectError")
+        cut["on"] = False  # healed
+        store = s.order_app.extensions["orders"].store
+        flags = FlagWriter(redis_lib.Redis.from_url(settings.redis_url), 60, 2.0)
+        transport = httpx.WSGITransport(app=s.stock_app)
+        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+            old = {dropped.json["orderId"]: timedelta(hours=1)}  # past the bound: voided
+            backdate(s, old)
+            report = reconcile(
+                store, stock, timedelta(0), flags=flags, void_after=timedelta(minutes=5)
+            )
+        assert report.confirmed == [kept.json["orderId"]], report
+        assert report.failed == [dropped.json["orderId"]], report
+        assert s.order.get(f"/orders/{kept.json['orderId']}").json["status"] == "CONFIRMED"
+        assert s.level(goods) == 4
+        order_id = dropped.json["orderId"]
         redis_lib.Redis.from_url(settings.redis_url).set(order_id, "orderId", ex=60)
         late = s.stock.put(f"/reduceStock/{order_id}", json=[{"goodsId": goods, "goodsNum": 1}])
         assert (late.status_code, late.json["outcome"]) == (409, "voided")
-        assert s.level(goods) == 5
+        assert s.level(goods) == 4
+
+
+def backdate(s: Services, ages: dict[str, timedelta]) -> None:
+    from order_service.tables import orders
+    from shared.db import utcnow
+
+    engine = sa.create_engine(s.settings.order_database_url)
+    with engine.begin() as conn:
+        for order_id, age in ages.items():
+            conn.execute(
+                sa.update(orders).where(orders.c.id == order_id).values(created_at=utcnow() - age)
+            )
+    engine.dispose()

@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 
-from order_service.batching import OrderBatches
+from order_service.flags import FlagWriter
 from shared.settings import Settings
 
 FLAG_WRITE_SECONDS = Settings().flag_write_seconds
@@ -42,15 +42,15 @@ class FlakyPipeline:
         return [True] * len(self.queued)
 
 
-def batches_with(client: Any, slept: list[float]) -> OrderBatches:
-    return OrderBatches(None, client, None, 60, FLAG_WRITE_SECONDS, 8, sleep=slept.append)  # type: ignore[arg-type]
+def writer(client: Any, slept: list[float]) -> FlagWriter:
+    return FlagWriter(client, 60, FLAG_WRITE_SECONDS, sleep=slept.append)
 
 
 def test_flags_are_written_once_redis_is_back_and_the_next_batch_is_let_go() -> None:
     slept: list[float] = []
     troubles: list[int] = []
     client = FlakyRedis(failures=3)
-    assert batches_with(client, slept).write_flags(["o1", "o2"], lambda: troubles.append(1))
+    assert writer(client, slept).write(["o1", "o2"], lambda: troubles.append(1))
     assert client.sets == ["o1", "o2"]
     assert len(slept) == 3 and sum(slept) <= FLAG_WRITE_SECONDS
     assert len(troubles) == 3  # before each retry
@@ -59,5 +59,5 @@ def test_flags_are_written_once_redis_is_back_and_the_next_batch_is_let_go() -> 
 def test_a_redis_that_stays_down_fails_the_flags_within_their_budget() -> None:
     slept: list[float] = []
     client = FlakyRedis(failures=1000)
-    assert not batches_with(client, slept).write_flags(["o1"])
+    assert not writer(client, slept).write(["o1"])
     assert client.sets == [] and sum(slept) <= FLAG_WRITE_SECONDS

@@ -32,10 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
+    from order_service.flags import FlagWriter
     from order_service.reconcile import reconcile
     from order_service.stock_client import StockClient
     from order_service.store import OrderStore
     from shared.db import make_engine
+    from shared.redis_client import make_redis
 
     state = stack_state.load_state()
     if state is None and not (
@@ -61,16 +63,27 @@ def run(args: argparse.Namespace) -> int:
         0,
         token=settings.stock_service_token,
     )
+    redis_client = make_redis(settings.redis_url)
+    flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
     try:
-        report = reconcile(store, stock_client, timedelta(seconds=settings.reconcile_age()))
+        report = reconcile(
+            store,
+            stock_client,
+            timedelta(seconds=settings.reconcile_age()),
+            flags=flags,
+            void_after=timedelta(seconds=settings.reconcile_void_after),
+        )
     finally:
         stock_client.close()
+        redis_client.close()
         store.engine.dispose()
     console.print(
         f"examined {report.examined} PENDING orders in {report.pages} page(s): "
         f"{len(report.confirmed)} confirmed (the stock database has their deduction), "
         f"{len(report.failed)} failed (their flags voided or refused: nothing deducted, "
         "nothing will be), "
+        f"{len(report.retried)} deducted again and still undecided (the next pass looks "
+        "again), "
         f"{len(report.mismatched)} with flows that differ from their lines, "
         f"{report.unreachable} not checked (stock service unreachable)"
     )
