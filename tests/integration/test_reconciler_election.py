@@ -42,7 +42,9 @@ def test_a_deposed_leaders_write_is_refused_by_the_fence(database_url: str) -> N
     store = OrderStore(make_engine(database_url))
     base = fence_now(store.engine)
     first, second = pending_order(store), pending_order(store)
-    assert transitions.settle(store, first, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 10))
+    assert transitions.settle(
+        store, first, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 10)
+    )
     with pytest.raises(Superseded, match=f"token {base + 10}"):
         transitions.settle(
             store, second, "PENDING", "CONFIRMED", "reconciled", fence=Fence(0, base + 5)
