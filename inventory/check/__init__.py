@@ -12,7 +12,7 @@ from inventory.check.invariants import (
     CheckResult,
     check_invariants,
 )
-from inventory.check.snapshot import Snapshot, read_snapshot
+from inventory.check.snapshot import Snapshot, read_orders, read_snapshot
 from inventory.local.databases import migrate_command, require_tables
 from shared.db import make_engine
 
@@ -23,6 +23,7 @@ __all__ = [
     "Snapshot",
     "check_invariants",
     "print_results",
+    "read_orders",
     "read_snapshot",
     "results_json",
     "run_check",
