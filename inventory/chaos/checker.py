@@ -47,7 +47,13 @@ from inventory.chaos.verdict import (
     Verdict,
     violated_if,
 )
-from inventory.check import REFUSED, Snapshot, check_invariants, read_orders, read_snapshot
+from inventory.check import (
+    Snapshot,
+    check_invariants,
+    read_orders,
+    read_snapshot,
+    refused_for_lack_of_stock,
+)
 from order_service.model import RECONCILED
 from stock_service.tables import stock, stock_flow
 
@@ -165,12 +171,14 @@ def settled_by_the_cluster(settled: Settlement) -> Verdict:
 
 def lost_sales(snap: Snapshot) -> Verdict:
     """FAILED orders that were not refused for lack of stock, whose every line's goods ended
-    with at least its quantity: sales the infrastructure lost, by the cause in their reason."""
+    with at least its quantity: sales the infrastructure lost, by the cause in their reason.
+    A refusal found by a void or the reconciler after an unknown outcome is a refusal too (the
+    stock was short when it was decided, and came back after): not counted."""
     causes: Counter[str] = Counter()
     examples: list[str] = []
     for order_id, status in snap.orders.items():
         reason = snap.reasons.get(order_id) or ""
-        if status != "FAILED" or reason == REFUSED:
+        if status != "FAILED" or refused_for_lack_of_stock(reason):
             continue
         lines = snap.lines.get(order_id, {})
         if lines and all(g in snap.levels and snap.levels[g][0] >= n for g, n in lines.items()):

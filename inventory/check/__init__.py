@@ -11,6 +11,7 @@ from inventory.check.invariants import (
     REFUSED,
     CheckResult,
     check_invariants,
+    refused_for_lack_of_stock,
 )
 from inventory.check.snapshot import Snapshot, read_orders, read_snapshot
 from inventory.local.databases import migrate_command, require_tables
@@ -25,6 +26,7 @@ __all__ = [
     "print_results",
     "read_orders",
     "read_snapshot",
+    "refused_for_lack_of_stock",
     "results_json",
     "run_check",
 ]

@@ -23,10 +23,23 @@ from datetime import datetime
 from typing import Any
 
 from inventory.check.snapshot import Snapshot
-from order_service.model import HOLDING, INSUFFICIENT_STOCK
+from order_service.model import HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
 REFUSED = INSUFFICIENT_STOCK  # the reason of an order refused for lack of stock
 HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYMENT
+
+
+def refused_for_lack_of_stock(reason: str | None) -> bool:
+    """An order FAILED on the stock database's refusal: answered so at once (exactly REFUSED),
+    or found refused by the void after an unknown outcome (`insufficient_stock: <why>`) or by
+    the reconciler (`reconciled: insufficient_stock (...)`): since issue 28 a refusal is the
+    flag's decision, so a void can find one."""
+    reason = reason or ""
+    return (
+        reason == REFUSED
+        or reason.startswith(f"{REFUSED}:")
+        or reason.startswith(f"{RECONCILED}: {REFUSED}")
+    )
 
 
 @dataclass
@@ -251,13 +264,16 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
 
 
 def check_refusal_stays(snap: Snapshot) -> CheckResult:
-    """I9: an order FAILED for lack of stock has no flow, and a flag decided `refused` has none.
+    """I9: an order FAILED for lack of stock (refused_for_lack_of_stock) has no flow, and a flag
+    decided `refused` has none.
     The story it is about (issue 28): a first attempt passed the Redis check and was slow to
     the lock, its retry was refused (the buyer told 409), stock came back (a cancel, an expired
     hold), and the late attempt deducted: a unit sold to nobody, the buyer told no. I3 sees the
     flow of a FAILED order too; this check names the story."""
     refused = [
-        o for o, s in snap.orders.items() if s == "FAILED" and snap.reasons.get(o) == REFUSED
+        o
+        for o, s in snap.orders.items()
+        if s == "FAILED" and refused_for_lack_of_stock(snap.reasons.get(o))
     ]
     deducted_after = sorted(o for o in refused if snap.flows_by_flag.get(o))
     decided_refused = sorted(

@@ -242,14 +242,27 @@ def test_lost_sales_are_counted_by_cause_and_refusals_are_not() -> None:
         flow_sums={},
         duplicate_flows=[],
         flows_by_flag={},
-        orders={"o1": "FAILED", "o2": "FAILED", "o3": "FAILED", "o4": "FAILED", "o5": "CONFIRMED"},
-        lines={"o1": {"g": 1}, "o2": {"g": 2}, "o3": {"h": 1}, "o4": {"g": 1}, "o5": {"g": 1}},
+        orders={
+            "o1": "FAILED",
+            "o2": "FAILED",
+            "o3": "FAILED",
+            "o4": "FAILED",
+            "o5": "CONFIRMED",
+            "o6": "FAILED",
+            "o7": "FAILED",
+        },
+        lines={o: {"g": 1} for o in ("o1", "o4", "o5", "o6", "o7")}
+        | {"o2": {"g": 2}, "o3": {"h": 1}},
         reasons={
             "o1": "voided: ConnectError calling the stock service",
             "o2": "redis_unavailable",
             "o3": "voided: HTTP 503",  # h sold out: not a lost sale
             "o4": "insufficient_stock",  # a refusal (I4 judges it), not counted here
             "o5": None,
+            # Refusals a void or the reconciler found after an unknown outcome (issue 28
+            # records refusals): the stock came back after them, no sale was lost
+            "o6": "insufficient_stock: ReadTimeout calling the stock service",
+            "o7": "reconciled: insufficient_stock (outcome_unknown: HTTP 503)",
         },
     )
     verdict = checker.lost_sales(snap)
@@ -388,6 +401,11 @@ def test_i9_catches_a_flow_on_a_flag_decided_refused() -> None:
     snap = replace(snap, orders={**snap.orders, "O": "PENDING"}, decisions={"O": "refused"})
     result = check_refusal_stays(snap)
     assert not result.ok and result.numbers["decided_refused_with_flows"] == ["O"]
+    # A refusal the reconciler found after an unknown outcome is a refusal too.
+    _, snap = late_attempt_story(late_flow=True)
+    reason = "reconciled: insufficient_stock (outcome_unknown: HTTP 503)"
+    result = check_refusal_stays(replace(snap, reasons={**snap.reasons, "O": reason}))
+    assert not result.ok and result.numbers["refused_with_flows"] == ["O"]
 
 
 def test_the_late_attempt_story_is_counted_from_the_history_and_the_databases(
