@@ -215,6 +215,8 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     # call timeout, orders refused meanwhile, stock back on their goods while they slept; and
     # no refusal turned into a sale (I9, H2). The stock replicas run without fault injection
     # again after the run.
+    slow = next(f["what"] for f in result["faults"] if f["name"] == "slow-first-attempts")
+    assert "attempts held" in slow and "; disarmed" in slow, slow
     [late] = result["late_attempts"]
     assert late["held"] > 0 and late["refused_while_held"] > 0, late
     assert late["returns"] > 0 and late["returned_while_held"] > 0, late
