@@ -617,3 +617,26 @@ def test_a_tombstone_is_no_confirmation_for_liveness() -> None:
     assert report.recovery(ops, heal=20.0) is None
     [row] = report.rows(ops, [], baseline_end=40.0)
     assert (row.ok, row.failed, row.unknown) == (0, 0, 1)
+
+
+def test_the_stock_replicas_fault_injection_is_seen_in_the_state_file(tmp_path: Path) -> None:
+    """What a chaos run compares to decide whether to restart the stock replicas: the settings
+    they run with on top of the cluster's (FAULT_INJECTION for slow-first-attempts only)."""
+    from inventory.chaos import nemesis
+    from inventory.cluster import deploy, nodes, topology
+
+    def state(added: dict[str, str]) -> deploy.ClusterState:
+        procs = {
+            h.name: nodes.service(h, tmp_path, {"FENCING": "false", **added}, 2, 8)
+            for h in topology.HOSTS
+            if h.role in ("stock", "order")
+        }
+        return deploy.ClusterState(str(tmp_path), procs, {"FENCING": "false"})
+
+    assert deploy.stock_settings_added(state({})) == {}
+    needed = dict(nemesis.FAULTS["slow-first-attempts"].stock_settings)
+    assert needed == {"FAULT_INJECTION": "true"}
+    assert deploy.stock_settings_added(state(needed)) == needed
+    assert not any(
+        f.stock_settings for n, f in nemesis.FAULTS.items() if n != "slow-first-attempts"
+    )
