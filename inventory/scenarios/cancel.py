@@ -139,14 +139,19 @@ def _empty_rollback_and_suspension(
         "for 2.5 s after the pre-filter, before the lock. Meanwhile the buyer cancels the "
         "order by its Idempotency-Key."
     )
+    injected = "fault injected: delay_before_deduct"
+    before = len(log_lines(state, "stock_service", injected))
     arm(state, "delay_before_deduct", 2.5)
     key = f"bob-{uuid.uuid4().hex[:8]}"
     placing = Background(lambda: StackClient(state).gen_order(order_body("bob", goods), key))
 
-    def found() -> bool:
-        return client.cancel_by_key(key).status_code != 404
+    def held() -> bool:
+        """Its deduction is held at the fault point: the order exists, PENDING, its flag
+        written. (A cancel by key before the order leaves a tombstone instead: no flag, nothing
+        to void, not this act's story.)"""
+        return len(log_lines(state, "stock_service", injected)) > before
 
-    wait_until(found, 10, "the order to exist")
+    wait_until(held, 10, "the deduction to be held")
     cancelled = client.cancel_by_key(key).json()
     order_id = cancelled["orderId"]
     story.show(f"cancel: {cancelled['status']}, {cancelled.get('reason')}")
