@@ -1,9 +1,11 @@
 """The chaos buyers' cancels and holds: which orders get one, their genOrder body, and the
 cancel or pay sent after them, each recorded in the history as an Op of its kind.
 
-- cancel-at once: a second connection cancels by Idempotency-Key (POST /cancelOrder) as soon
-  as the order exists, while its genOrder may still be deducting: the cancel races the
-  deduction (Seata's empty rollback and suspension, under faults).
+- cancel-at once: a second connection cancels by Idempotency-Key (POST /cancelOrder) at the
+  same time as the genOrder is sent: the cancel races the order's creation and its deduction
+  (Seata's empty rollback and suspension, under faults). A cancel that arrives first leaves a
+  tombstone under the key (200 CANCELLED, an order with no lines), and the genOrder is then
+  answered 409 CANCELLED and deducts nothing.
 - cancel: POST /orders/{orderId}/cancel once the order is confirmed.
 - pay: a hold (payWithinSeconds) paid once placed; expire: a hold left unpaid, which the
   cluster's own reconcilers cancel past its deadline.
@@ -20,7 +22,7 @@ from typing import Protocol
 from inventory.chaos.history import UNKNOWN, Op
 
 HOLD_SECONDS = 5  # a hold's time to pay: short, so expiries happen during the run
-CANCEL_PATIENCE = 20.0  # seconds a cancel at once looks for its order to appear
+CANCEL_PATIENCE = 20.0  # seconds a cancel at once is tried again while no answer comes
 
 
 class Clock(Protocol):
@@ -34,6 +36,13 @@ def intent(rng: random.Random, cancel_share: float, hold_share: float) -> str:
     if roll < cancel_share + hold_share:
         return "expire" if rng.random() < 1 / 3 else "pay"
     return "none"
+
+
+def scarce_intent(rng: random.Random) -> str:
+    """Under SCARCE demand (workload.py) nearly every unit placed comes back: half the orders
+    are holds left to expire, four in ten are cancelled once placed, one in ten is paid."""
+    roll = rng.random()
+    return "expire" if roll < 0.5 else "cancel" if roll < 0.9 else "pay"
 
 
 def order_body(key: str, lines: dict[str, int], intent: str) -> bytes:
@@ -59,15 +68,17 @@ def act(
 def cancel_by_key(
     conn: http.client.HTTPConnection, clock: Clock, key: str, lines: dict[str, int]
 ) -> Op | None:
-    """Until an order exists under `key` (404 before), then its cancel's Op; None if none
-    appeared in time (its genOrder never created one: Redis down, say)."""
+    """The cancel of `key`, sent at once: 200 CANCELLED at the first try is the common case
+    (the order's, or, none yet, the key's own tombstone: no order will be placed under it).
+    Sent again under the same key only while no answer comes (a cancel by key is idempotent);
+    None if none came in time."""
     deadline = time.monotonic() + CANCEL_PATIENCE
     while time.monotonic() < deadline:
         op = post(conn, clock, key, lines, "cancel", "/cancelOrder", {"Idempotency-Key": key})
-        if op.status != 404:
+        if op.status != 0:
             op.intent = "cancel-at-once"
             return op
-        time.sleep(0.01)
+        time.sleep(0.2)
     return None
 
 

@@ -15,7 +15,11 @@ L  liveness: an order is confirmed again within a bound after the last heal;
 S  settled by the cluster: no order PENDING the bound after the load ended, the run having
    settled nothing itself (the cluster's own reconcilers did);
 LS lost sales, counted (not a violation): orders FAILED for an infrastructure reason (not for
-   lack of stock) whose goods still had enough stock at the end, by cause.
+   lack of stock) whose goods still had enough stock at the end, by cause;
+LA late first attempts after a refusal, counted (slow_attempts.py), when the run has the
+   slow-first-attempts fault: how often the story that I9 and H2 judge was lined up.
+An order the history names with no line of the run's goods (a tombstone: a cancel by key
+before its order) is read by its id (orders_named), so the answers about it are judged too.
 A check that could not be evaluated (a database unreachable after the heal) is `unknown`.
 """
 
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from sqlalchemy import Engine, select
@@ -43,7 +47,13 @@ from inventory.chaos.verdict import (
     Verdict,
     violated_if,
 )
-from inventory.check import REFUSED, Snapshot, check_invariants, read_snapshot
+from inventory.check import (
+    Snapshot,
+    check_invariants,
+    read_orders,
+    read_snapshot,
+    refused_for_lack_of_stock,
+)
 from order_service.model import RECONCILED
 from stock_service.tables import stock, stock_flow
 
@@ -62,6 +72,7 @@ __all__ = [
     "liveness",
     "lost_sales",
     "one_order_per_key",
+    "orders_named",
     "overall",
     "refused_is_failed",
     "settled_by_the_cluster",
@@ -160,12 +171,14 @@ def settled_by_the_cluster(settled: Settlement) -> Verdict:
 
 def lost_sales(snap: Snapshot) -> Verdict:
     """FAILED orders that were not refused for lack of stock, whose every line's goods ended
-    with at least its quantity: sales the infrastructure lost, by the cause in their reason."""
+    with at least its quantity: sales the infrastructure lost, by the cause in their reason.
+    A refusal found by a void or the reconciler after an unknown outcome is a refusal too (the
+    stock was short when it was decided, and came back after): not counted."""
     causes: Counter[str] = Counter()
     examples: list[str] = []
     for order_id, status in snap.orders.items():
         reason = snap.reasons.get(order_id) or ""
-        if status != "FAILED" or reason == REFUSED:
+        if status != "FAILED" or refused_for_lack_of_stock(reason):
             continue
         lines = snap.lines.get(order_id, {})
         if lines and all(g in snap.levels and snap.levels[g][0] >= n for g, n in lines.items()):
@@ -185,6 +198,22 @@ def lost_sales(snap: Snapshot) -> Verdict:
     )
 
 
+def orders_named(snap: Snapshot, order_engine: Engine, ops: Sequence[Op]) -> Snapshot:
+    """The snapshot, with the orders the history names that it lacks because they have no line
+    of the run's goods: tombstones (a cancel by key that came before its order: CANCELLED, no
+    lines; its genOrder answered 409 CANCELLED). An order named and found nowhere stays
+    missing, and H5 says so."""
+    missing = sorted({op.order_id for op in ops if op.order_id and op.order_id not in snap.orders})
+    if not missing:
+        return snap
+    found = read_orders(order_engine, missing)
+    return replace(
+        snap,
+        orders={**snap.orders, **{o: status for o, (status, _) in found.items()}},
+        reasons={**snap.reasons, **{o: reason for o, (_, reason) in found.items()}},
+    )
+
+
 def check_run(
     ops: Sequence[Op],
     order_engine: Engine,
@@ -196,7 +225,7 @@ def check_run(
 ) -> list[Verdict]:
     verdicts = []
     try:
-        snap = read_snapshot(order_engine, stock_engine, prefix)
+        snap = orders_named(read_snapshot(order_engine, stock_engine, prefix), order_engine, ops)
     except Exception as exc:
         return [Verdict("DB", "read the databases", UNKNOWN, f"{type(exc).__name__}: {exc}")]
     for r in check_invariants(snap, initial):

@@ -89,7 +89,10 @@ def answers_hold(ops: Sequence[Op], snap: Snapshot) -> Verdict:
     """Every definite answer against the order's final status: an order answered placed that
     ends FAILED (or CANCELLED with nobody meaning to cancel it), a refusal whose order ends
     CONFIRMED, a cancel answered CANCELLED whose order ends otherwise, a pay answered CONFIRMED
-    whose hold ends CANCELLED (paid and expired both), an expiry whose order ends CONFIRMED."""
+    whose hold ends CANCELLED (paid and expired both), an expiry whose order ends CONFIRMED.
+    A cancel by key that came first names the key's tombstone (CANCELLED, no lines), and so
+    does the genOrder after it (409 CANCELLED): both hold when the tombstone ends CANCELLED
+    (the snapshot must hold it: checker.orders_named)."""
     judged = [(op, expected_end(op)) for op in ops if op.order_id]
     told = [(op, check) for op, check in judged if check is not None]
     bad = sorted(
@@ -101,12 +104,20 @@ def answers_hold(ops: Sequence[Op], snap: Snapshot) -> Verdict:
         }
     )
     kinds = Counter(op.kind for op, _ in told)
+    tombstones = len(
+        {
+            op.order_id
+            for op, _ in told
+            if snap.orders.get(op.order_id or "") == "CANCELLED" and op.order_id not in snap.lines
+        }
+    )
     return Verdict(
         "H5",
         "no answer contradicts the final state",
         violated_if(bad),
         f"{len(told)} definite answers ({', '.join(f'{k} {n}' for k, n in sorted(kinds.items()))});"
-        f" {len(bad)} contradicted by the end",
+        f" {len(bad)} contradicted by the end; {tombstones} keys cancelled before their order "
+        "(tombstones: CANCELLED, no lines)",
         bad[:20],
     )
 

@@ -11,22 +11,13 @@ import os
 import random
 import signal
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from inventory.chaos import ha_faults, targets, zookeeper_faults
+from inventory.chaos import ha_faults, slow_attempts, targets, zookeeper_faults
 from inventory.chaos.processes import kill_replica, restart
-from inventory.chaos.zookeeper_faults import (
-    heal_zk_partition,
-    kill_reconciler_leader,
-    kill_zk_leader,
-    partition_zk,
-    restart_reconcilers,
-    restart_zk,
-    restart_zk_followers,
-    restart_zk_leader_last,
-)
+from inventory.chaos.workload import SCARCE
 from inventory.cluster import netns, nodes, pg_ha, redis_ha, topology
 from inventory.cluster.deploy import ClusterState
 from inventory.local.servers import wait_until
@@ -42,6 +33,10 @@ class Fault:
     hold: float  # seconds between inject and heal
     inject: Callable[[ClusterState, random.Random], str]  # returns what it did, for the report
     heal: Callable[[ClusterState], str | None]  # returns what it saw, if worth a note
+    # What the buyers order while it holds (workload.py: SCARCE), None: the run's own mix
+    demand: str | None = None
+    # Settings the stock replicas need for it (the run starts them so, for that run only)
+    stock_settings: Mapping[str, str] = field(default_factory=dict)
 
 
 def _ns(name: str) -> str:
@@ -152,22 +147,22 @@ FAULTS: dict[str, Fault] = {
             "kill-zk-leader",
             "the ZooKeeper leader killed, restarted after 8 s",
             8.0,
-            kill_zk_leader,
-            restart_zk,
+            zookeeper_faults.kill_zk_leader,
+            zookeeper_faults.restart_zk,
         ),
         Fault(
             "zk-partition-minority",
             "the ZooKeeper leader partitioned from the followers",
             10.0,
-            partition_zk(majority=False),
-            heal_zk_partition,
+            zookeeper_faults.partition_zk(majority=False),
+            zookeeper_faults.heal_zk_partition,
         ),
         Fault(
             "zk-partition-majority",
             "two of three ZooKeeper members partitioned: no quorum",
             10.0,
-            partition_zk(majority=True),
-            heal_zk_partition,
+            zookeeper_faults.partition_zk(majority=True),
+            zookeeper_faults.heal_zk_partition,
         ),
         Fault(
             "kill-redis-primary",
@@ -233,15 +228,26 @@ FAULTS: dict[str, Fault] = {
             "kill-reconciler-leader",
             "the elected reconciler that leads killed (SIGKILL), restarted after 10 s",
             10.0,
-            kill_reconciler_leader,
-            restart_reconcilers,
+            zookeeper_faults.kill_reconciler_leader,
+            zookeeper_faults.restart_reconcilers,
         ),
         Fault(
             "zk-rolling-restart",
             "every ZooKeeper member restarted in turn under the reconcilers and the locks",
             2.0,
-            restart_zk_followers,
-            restart_zk_leader_last,
+            zookeeper_faults.restart_zk_followers,
+            zookeeper_faults.restart_zk_leader_last,
+        ),
+        Fault(
+            "slow-first-attempts",
+            f"first reduceStock attempts held {slow_attempts.DELAY:g} s between the Redis "
+            "check and the lock (FAULT_INJECTION on the stock replicas, for the run): retried "
+            "and refused meanwhile, while cancels and expiring holds bring sold-out goods back",
+            30.0,
+            slow_attempts.inject,
+            slow_attempts.heal,
+            demand=SCARCE,
+            stock_settings=slow_attempts.STOCK_SETTINGS,
         ),
     )
 }
@@ -253,6 +259,7 @@ QUICK = (
     "kill-pg-primary",
     "kill-order-replica",  # leaves orders PENDING mid-request: the reconcilers must settle them
     "kill-reconciler-leader",
+    "slow-first-attempts",  # a refusal, then stock back, then the late attempt: refused too
     "intruder",
 )
 
@@ -274,6 +281,7 @@ def heal_everything(state: ClusterState) -> None:
         netns.heal(h.namespace)
     zookeeper_faults.forget()
     ha_faults.forget()
+    slow_attempts.forget()
     for proc in state.procs.values():
         if not proc.alive():
             proc.start(Path(state.home))

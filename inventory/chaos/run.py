@@ -24,8 +24,17 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine, func, select
 
-from inventory.chaos import checker, ha_faults, history, intruder, nemesis, report
-from inventory.chaos.workload import Workload, make_goods
+from inventory.chaos import (
+    checker,
+    ha_faults,
+    history,
+    intruder,
+    late_attempts,
+    nemesis,
+    report,
+    slow_attempts,
+)
+from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, topology
 from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
 from order_service.tables import order_details, orders
@@ -64,12 +73,22 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], None] = print) -> dict[s
     if asked != own:
         say(f"restarting the replicas with {config.settings} for this run")
         deploy.restart_services(state, asked)
+    # Settings a scheduled fault needs on the stock replicas (FAULT_INJECTION for
+    # slow-first-attempts): for this run only; a run without such a fault starts them without
+    # (also after a run that crashed with them on).
+    stock = {k: v for f in config.faults for k, v in nemesis.FAULTS[f].stock_settings.items()}
+    if deploy.stock_settings_added(state) != stock:
+        say(f"restarting the stock replicas with {stock or 'the cluster settings'} for this run")
+        deploy.restart_stock_replicas(state, stock)
     try:
         return _run(state, config, say)
     finally:
         nemesis.heal_everything(state)
         if asked != own:
-            deploy.restart_services(state, own)
+            deploy.restart_services(state, own)  # the stock replicas with nothing added, too
+        elif stock:
+            say("restarting the stock replicas as the cluster runs them (FAULT_INJECTION off)")
+            deploy.restart_stock_replicas(state, {})
 
 
 def _run(
@@ -81,7 +100,11 @@ def _run(
     # above supply. The others keep confirmations coming to the end.
     schedule = config.baseline + sum(nemesis.FAULTS[f].hold + config.recover for f in config.faults)
     expected = max(config.min_orders, int(EXPECTED_RATE * schedule))
-    goods = make_goods(f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 5)
+    # Scarce goods only for a fault that asks the buyers for them (slow-first-attempts).
+    scarce = 3 if any(nemesis.FAULTS[f].demand for f in config.faults) else 0
+    goods = make_goods(
+        f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 5, scarce=scarce
+    )
     with httpx.Client(
         base_url=topology.STOCK_URL, timeout=10, headers=state.admin_headers()
     ) as client:
@@ -91,22 +114,29 @@ def _run(
         topology.VIP, topology.LB_ORDER_PORT, goods, threads=config.threads, seed=config.seed
     )
     ha_faults.attempts.clear()
+    slow_attempts.held.clear()
     started = time.monotonic()
+    wall_start = utcnow()  # the run's second 0 on the databases' clock (the same machine's)
     load.start(started)
     say(
         f"load: {config.threads} buyers on {len(goods.hot)} hot and {len(goods.others)} other "
-        f"goods ids; baseline {config.baseline:.0f} s"
+        f"goods ids"
+        + (f" ({len(goods.scarce)} scarce ones for a fault's demand)" if goods.scarce else "")
+        + f"; baseline {config.baseline:.0f} s"
     )
     nemesis.sleep_until(started + config.baseline)
     windows: list[report.Window] = []
     for name in config.faults:
         fault = nemesis.FAULTS[name]
         start = load.now()
+        if fault.demand:
+            load.demand = fault.demand
         what = fault.inject(state, rng)
         say(f"{start:6.1f} s  {name}: {what}")
         nemesis.sleep_until(started + start + fault.hold)
         heal = load.now()  # recovery counts from here: restarts and rejoins are part of it
         seen = fault.heal(state)
+        load.demand = NORMAL
         say(f"{load.now():6.1f} s  healed {name}" + (f": {seen}" if seen else ""))
         what = f"{what}; at the heal, {seen}" if seen else what
         nemesis.sleep_until(started + heal + config.recover)
@@ -144,6 +174,22 @@ def _run(
         )
         if "intruder" in config.faults:
             verdicts.append(intruder.verdict(ha_faults.attempts))
+        late_figures: list[dict[str, Any]] = []
+        slow_windows = [w for w in windows if w.name == "slow-first-attempts"]
+        for w, held in zip(slow_windows, slow_attempts.held, strict=False):
+            verdict, numbers = late_attempts.count_story(
+                load.ops,
+                w.start,
+                w.heal,
+                wall_start,
+                list(goods.scarce),
+                goods.levels,
+                stock_engine,
+                order_engine,
+                held,
+            )
+            verdicts.append(verdict)
+            late_figures.append(numbers)
     finally:
         order_engine.dispose()
         stock_engine.dispose()
@@ -162,6 +208,8 @@ def _run(
     }
     if "intruder" in config.faults:
         summary["intruder"] = intruder.summary(ha_faults.attempts)
+    if late_figures:
+        summary["late_attempts"] = late_figures
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
     report.write(config.folder, summary, table, verdicts, windows, load.ops)

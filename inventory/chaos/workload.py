@@ -6,6 +6,10 @@ answer that is not definite is retried under the same key, as a careful client w
 cancelled (half at once, racing their own genOrder, half once placed), some are holds (paid, or
 left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. The
 client is stdlib http.client, one connection per thread: it shares two cores with the cluster.
+
+A fault may come with a demand of its own (nemesis.Fault.demand): while `slow-first-attempts`
+holds, every buyer orders the scarce goods instead (SCARCE below), whose few units keep
+going out and coming back.
 """
 
 from __future__ import annotations
@@ -21,6 +25,12 @@ from inventory.chaos import after_sale
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)  # after an unknown outcome, under the same Idempotency-Key
+NORMAL, SCARCE = "normal", "scarce"  # what the buyers order: the run's mix, or the scarce goods
+# While a fault asks for SCARCE demand: each order takes one unit of a scarce goods id (and,
+# one time in two, a unit of another goods id too); each buyer waits about this long between
+# two orders, so the few units that come back stay on the shelf for a while (about 8 orders a
+# second over 3 ids, against about 12 units in and out of holds and cancels).
+SCARCE_THINK = 0.7
 
 
 @dataclass
@@ -28,19 +38,29 @@ class Goods:
     prefix: str
     hot: dict[str, int]  # goods id -> initial level
     others: dict[str, int]
+    # Ordered only under a fault's SCARCE demand: a few units each, sold out within a second of
+    # it, then going out in holds and cancels and coming back (returns) while it holds.
+    scarce: dict[str, int] = field(default_factory=dict)
 
     @property
     def levels(self) -> dict[str, int]:
-        return {**self.hot, **self.others}
+        return {**self.hot, **self.others, **self.scarce}
 
 
 def make_goods(
-    prefix: str, hot: int = 3, hot_stock: int = 60, others: int = 200, other_stock: int = 200
+    prefix: str,
+    hot: int = 3,
+    hot_stock: int = 60,
+    others: int = 200,
+    other_stock: int = 200,
+    scarce: int = 3,
+    scarce_stock: int = 9,
 ) -> Goods:
     return Goods(
         prefix,
         {f"{prefix}hot{i}": hot_stock for i in range(hot)},
         {f"{prefix}g{i:03d}": other_stock for i in range(others)},
+        {f"{prefix}scarce{i}": scarce_stock for i in range(scarce)},
     )
 
 
@@ -56,6 +76,7 @@ class Workload:
     hold_share: float = 0.1  # share of orders that are holds: two thirds paid, the rest expire
     timeout: float = 40.0
     seed: int = 1
+    demand: str = NORMAL  # set by the run while a fault with a demand of its own holds
     ops: list[Op] = field(default_factory=list)
     orders: int = 0
     started: float = 0.0
@@ -86,6 +107,12 @@ class Workload:
             lines[goods] = rng.choice((1, 1, 2, 3))
         return lines
 
+    def _scarce_order(self, rng: random.Random) -> dict[str, int]:
+        lines = {rng.choice(list(self.goods.scarce)): 1}
+        if rng.random() < 0.5:
+            lines[rng.choice(list(self.goods.others))] = 1
+        return lines
+
     def _buyer(self, n: int) -> None:
         rng = random.Random(self.seed * 1000 + n)
         conn = self._connect()
@@ -93,13 +120,17 @@ class Workload:
         while not self._stop.is_set():
             i += 1
             key = f"{self.goods.prefix}b{n}-{i}"
-            lines = self._order(rng)
+            scarce = self.demand == SCARCE and bool(self.goods.scarce)
+            lines = self._scarce_order(rng) if scarce else self._order(rng)
             with self._lock:
                 self.orders += 1
-            intent = after_sale.intent(rng, self.cancel_share, self.hold_share)
+            if scarce:
+                intent = after_sale.scarce_intent(rng)
+            else:
+                intent = after_sale.intent(rng, self.cancel_share, self.hold_share)
             body = after_sale.order_body(key, lines, intent)
             side = []
-            if rng.random() < self.double_share:
+            if not scarce and rng.random() < self.double_share:
                 side.append(threading.Thread(target=self._double, args=(key, lines, body, intent)))
             if intent == "cancel-at-once":
                 side.append(threading.Thread(target=self._cancel_at_once, args=(key, lines)))
@@ -110,6 +141,8 @@ class Workload:
                 thread.join()
             if last is not None and last.outcome == OK and intent in ("cancel", "pay"):
                 self._record(after_sale.act(conn, self, key, lines, intent, last.order_id))
+            if scarce:
+                self._stop.wait(SCARCE_THINK * rng.uniform(0.5, 1.5))
 
     def _double(self, key: str, lines: dict[str, int], body: bytes, intent: str) -> None:
         conn = self._connect()
@@ -142,7 +175,11 @@ class Workload:
             op = self._send(conn, key, lines, body, attempt=attempt * 2, double=False)
             op.intent = intent
             self._record(op)
-            if op.outcome != UNKNOWN or op.order_status == "FAILED" or self._stop.is_set():
+            # Definite: placed, refused, or any 409 (FAILED, or cancelled: by a cancel that
+            # raced it, or by key before it was placed, a tombstone); only the rest is retried.
+            if op.outcome != UNKNOWN or op.status == 409 or op.order_status == "FAILED":
+                return op
+            if self._stop.is_set():
                 return op
             if attempt < len(RETRY_DELAYS):
                 time.sleep(RETRY_DELAYS[attempt])

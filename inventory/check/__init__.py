@@ -11,8 +11,9 @@ from inventory.check.invariants import (
     REFUSED,
     CheckResult,
     check_invariants,
+    refused_for_lack_of_stock,
 )
-from inventory.check.snapshot import Snapshot, read_snapshot
+from inventory.check.snapshot import Snapshot, read_orders, read_snapshot
 from inventory.local.databases import migrate_command, require_tables
 from shared.db import make_engine
 
@@ -23,7 +24,9 @@ __all__ = [
     "Snapshot",
     "check_invariants",
     "print_results",
+    "read_orders",
     "read_snapshot",
+    "refused_for_lack_of_stock",
     "results_json",
     "run_check",
 ]

@@ -11,6 +11,9 @@ I4 no lost sale: every order refused for lack of stock has a line whose final le
 I5 liveness: no order left PENDING or CANCELLING.
 I8 returns: each return undoes a deduction made before it, exactly; no deduction of a voided
    flag; no hold unpaid past its deadline plus the stated bound.
+I9 a refusal stays a refusal: no order refused for lack of stock has a flow, whatever came back
+   to the shelf after its refusal, and no flag the stock database decided refused has one (the
+   model's I9, docs/model.md: told FAILED, no flow).
 """
 
 from __future__ import annotations
@@ -20,10 +23,23 @@ from datetime import datetime
 from typing import Any
 
 from inventory.check.snapshot import Snapshot
-from order_service.model import HOLDING, INSUFFICIENT_STOCK
+from order_service.model import HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
 REFUSED = INSUFFICIENT_STOCK  # the reason of an order refused for lack of stock
 HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYMENT
+
+
+def refused_for_lack_of_stock(reason: str | None) -> bool:
+    """An order FAILED on the stock database's refusal: answered so at once (exactly REFUSED),
+    or found refused by the void after an unknown outcome (`insufficient_stock: <why>`) or by
+    the reconciler (`reconciled: insufficient_stock (...)`): since issue 28 a refusal is the
+    flag's decision, so a void can find one."""
+    reason = reason or ""
+    return (
+        reason == REFUSED
+        or reason.startswith(f"{REFUSED}:")
+        or reason.startswith(f"{RECONCILED}: {REFUSED}")
+    )
 
 
 @dataclass
@@ -52,6 +68,7 @@ def check_invariants(
         check_no_lost_sale(snap),
         check_no_pending(snap),
         check_returns(snap, now or utcnow(), hold_bound),
+        check_refusal_stays(snap),
     ]
 
 
@@ -243,6 +260,37 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
         f"matching their deduction, {len(after_cancel)} deducted after their cancel; "
         f"{len(late)} holds unpaid {hold_bound:.0f} s past their deadline",
         {"stray": stray[:20], "after_cancel": after_cancel[:20], "late_holds": late[:20]},
+    )
+
+
+def check_refusal_stays(snap: Snapshot) -> CheckResult:
+    """I9: an order FAILED for lack of stock (refused_for_lack_of_stock) has no flow, and a flag
+    decided `refused` has none.
+    The story it is about (issue 28): a first attempt passed the Redis check and was slow to
+    the lock, its retry was refused (the buyer told 409), stock came back (a cancel, an expired
+    hold), and the late attempt deducted: a unit sold to nobody, the buyer told no. I3 sees the
+    flow of a FAILED order too; this check names the story."""
+    refused = [
+        o
+        for o, s in snap.orders.items()
+        if s == "FAILED" and refused_for_lack_of_stock(snap.reasons.get(o))
+    ]
+    deducted_after = sorted(o for o in refused if snap.flows_by_flag.get(o))
+    decided_refused = sorted(
+        f for f, d in snap.decisions.items() if d == "refused" and snap.flows_by_flag.get(f)
+    )
+    bad = sorted({*deducted_after, *decided_refused})
+    return CheckResult(
+        "I9",
+        "a refusal stays a refusal",
+        not bad,
+        f"{len(refused)} orders refused for lack of stock, {len(deducted_after)} with a flow; "
+        f"{len(decided_refused)} flags decided refused with a flow",
+        {
+            "refused": len(refused),
+            "refused_with_flows": deducted_after[:20],
+            "decided_refused_with_flows": decided_refused[:20],
+        },
     )
 
 

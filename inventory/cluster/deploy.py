@@ -213,6 +213,34 @@ def restart_services(state: ClusterState, settings: dict[str, str]) -> None:
     wait_replicas_healthy(state)
 
 
+def stock_settings_added(state: ClusterState) -> dict[str, str]:
+    """What the stock replicas run with on top of the cluster's settings (a chaos run's
+    FAULT_INJECTION), from the state file: {} as `up` started them."""
+    base = {**nodes.base_env(state.settings), "PROMETHEUS_MULTIPROC_DIR": ""}
+    added: dict[str, str] = {}
+    for replica in topology.by_role("stock"):
+        proc = state.procs.get(replica.name)
+        if proc is not None:
+            added.update({k: v for k, v in proc.env.items() if k not in base})
+    return added
+
+
+def restart_stock_replicas(state: ClusterState, added: dict[str, str]) -> None:
+    """The stock replicas again, with `added` on top of the cluster's settings (a chaos fault
+    that needs the stock service's fault points: FAULT_INJECTION=true), or, with {}, as `up`
+    started them. The order replicas and the reconcilers keep running."""
+    home = Path(state.home)
+    settings = {**state.settings, **added}
+    Settings.from_env({**nodes.base_env(settings), **state.secrets.env_for("stock")})
+    stock = topology.by_role("stock")
+    for replica in stock:
+        if replica.name in state.procs:
+            state.procs[replica.name].kill()
+    for replica in stock:
+        start(state, nodes.service(replica, home, settings, state.workers, state.threads))
+    wait_replicas_healthy(state)
+
+
 def replica_healthy(address: str) -> bool:
     return _ok(f"http://{address}:{topology.SERVICE_PORT}/healthz")
 

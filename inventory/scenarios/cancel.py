@@ -40,7 +40,6 @@ from inventory.scenarios.rig import (
     order_body,
     scenario_stack,
 )
-from order_service.tables import orders
 from shared.db import utcnow
 from stock_service.tables import flag_decision, stock_flow, stock_return
 
@@ -145,13 +144,19 @@ def _empty_rollback_and_suspension(
         "for 2.5 s after the pre-filter, before the lock. Meanwhile the buyer cancels the "
         "order by its Idempotency-Key."
     )
+    injected = "fault injected: delay_before_deduct"
+    before = len(log_lines(state, "stock_service", injected))
     arm(state, "delay_before_deduct", 2.5)
     key = f"bob-{uuid.uuid4().hex[:8]}"
     placing = Background(lambda: StackClient(state).gen_order(order_body("bob", goods), key))
 
-    # Not a cancel until the order exists: a cancel before it would leave a tombstone instead
-    # (act 3), and the genOrder would never reach the stock service.
-    wait_until(lambda: order_by_key(state, key) is not None, 10, "the order to exist")
+    def held() -> bool:
+        """Its deduction is held at the fault point: the order exists, PENDING, its flag
+        written. (A cancel by key before the order leaves a tombstone instead: no flag, nothing
+        to void, not this act's story.)"""
+        return len(log_lines(state, "stock_service", injected)) > before
+
+    wait_until(held, 10, "the deduction to be held")
     cancelled = client.cancel_by_key(key).json()
     order_id = cancelled["orderId"]
     story.show(f"cancel: {cancelled['status']}, {cancelled.get('reason')}")
@@ -191,18 +196,6 @@ def _cancel_before_the_order(
         "refused": late.status_code == 409 and late.json()["status"] == "CANCELLED",
         "untouched": before == after,
     }
-
-
-def order_by_key(state: stack_state.StackState, key: str) -> str | None:
-    """The order placed under an Idempotency-Key, read from the order database."""
-    engine = sa.create_engine(state.order_database_url)
-    try:
-        with engine.connect() as conn:
-            return conn.execute(
-                sa.select(orders.c.id).where(orders.c.idempotency_key == key)
-            ).scalar_one_or_none()
-    finally:
-        engine.dispose()
 
 
 def _expiring_hold(

@@ -1,6 +1,7 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
 cluster comes up replicated and authenticated (no credential in its state file, status or
-logs), the quick run must come out valid with a PostgreSQL failover and the intruder in it, a
+logs), the quick run must come out valid with a PostgreSQL failover, the intruder and the late
+first attempts after a refusal (slow-first-attempts) in it, a
 run without a lock must be caught overselling, a run without fencing must be caught losing an
 update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
 Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
@@ -188,6 +189,7 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "kill-pg-primary",
         "kill-order-replica",
         "kill-reconciler-leader",
+        "slow-first-attempts",
         "intruder",
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
@@ -209,6 +211,21 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     assert "took over after" in failover and "replicated again" in failover, failover
     redis = next(f["what"] for f in result["faults"] if f["name"] == "kill-redis-primary")
     assert "took over after" in redis, redis
+    # The late first attempt's story was lined up, not just survived: attempts held past the
+    # call timeout, orders refused meanwhile, stock back on their goods while they slept; and
+    # no refusal turned into a sale (I9, H2). The stock replicas run without fault injection
+    # again after the run.
+    slow = next(f["what"] for f in result["faults"] if f["name"] == "slow-first-attempts")
+    assert "attempts held" in slow and "; disarmed" in slow, slow
+    [late] = result["late_attempts"]
+    assert late["held"] > 0 and late["refused_while_held"] > 0, late
+    assert late["returns"] > 0 and late["returned_while_held"] > 0, late
+    assert late["late_deducted"] == [], late
+    assert checks["I9"]["verdict"] == "valid" and checks["H2"]["verdict"] == "valid"
+    from inventory.cluster import deploy
+
+    state = deploy.load_state()
+    assert state is not None and deploy.stock_settings_added(state) == {}
     # Every intrusion attempt refused, and there were attempts on every part.
     assert checks["IN"]["verdict"] == "valid"
     intrusion = result["intruder"]

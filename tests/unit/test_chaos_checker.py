@@ -3,11 +3,14 @@ history without one passes."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from inventory.chaos import checker, report
 from inventory.chaos.history import FAIL, OK, UNKNOWN, Op, classify
 from inventory.check import Snapshot
+from order_service.model import HOLD_EXPIRED
 
 
 def op(
@@ -239,14 +242,27 @@ def test_lost_sales_are_counted_by_cause_and_refusals_are_not() -> None:
         flow_sums={},
         duplicate_flows=[],
         flows_by_flag={},
-        orders={"o1": "FAILED", "o2": "FAILED", "o3": "FAILED", "o4": "FAILED", "o5": "CONFIRMED"},
-        lines={"o1": {"g": 1}, "o2": {"g": 2}, "o3": {"h": 1}, "o4": {"g": 1}, "o5": {"g": 1}},
+        orders={
+            "o1": "FAILED",
+            "o2": "FAILED",
+            "o3": "FAILED",
+            "o4": "FAILED",
+            "o5": "CONFIRMED",
+            "o6": "FAILED",
+            "o7": "FAILED",
+        },
+        lines={o: {"g": 1} for o in ("o1", "o4", "o5", "o6", "o7")}
+        | {"o2": {"g": 2}, "o3": {"h": 1}},
         reasons={
             "o1": "voided: ConnectError calling the stock service",
             "o2": "redis_unavailable",
             "o3": "voided: HTTP 503",  # h sold out: not a lost sale
             "o4": "insufficient_stock",  # a refusal (I4 judges it), not counted here
             "o5": None,
+            # Refusals a void or the reconciler found after an unknown outcome (issue 28
+            # records refusals): the stock came back after them, no sale was lost
+            "o6": "insufficient_stock: ReadTimeout calling the stock service",
+            "o7": "reconciled: insufficient_stock (outcome_unknown: HTTP 503)",
         },
     )
     verdict = checker.lost_sales(snap)
@@ -296,3 +312,331 @@ def test_cancels_pays_and_expiries_that_ended_as_answered_pass() -> None:
     snap = snapshot(ends, lines)
     assert checker.answers_hold(ops, snap).verdict == checker.VALID
     assert checker.answered_ok_is_confirmed(ops, snap).verdict == checker.VALID
+
+
+# --- issue 28: the late first attempt after a refusal (H2, I3, I9) ---------------------------
+
+
+def late_attempt_story(late_flow: bool) -> tuple[list[Op], Snapshot]:
+    """Goods g sold out (2 units, both to order B). Order O's first attempt passes the Redis
+    check and is slow to the lock; the order service times out and retries; the retry is
+    refused: O answered 409 insufficient_stock 4.3 s after its send. B is cancelled: its 2
+    units come back. Then, with `late_flow`, O's first attempt reaches the lock, finds no
+    decision (the rule before issue 28 recorded none) and stock on the shelf, and deducts."""
+    from datetime import datetime, timedelta
+
+    t0 = datetime(2026, 1, 1)
+    b_placed = told("kb", "B", 200, "CONFIRMED", intent="cancel")
+    b_placed.lines = {"g": 2}
+    refused = op("ko", FAIL, "O", lines={"g": 1}, invoke=1.0, complete=5.3)
+    refused.status, refused.order_status, refused.reason = 409, "FAILED", "insufficient_stock"
+    b_cancel = told("kb", "B", 200, "CANCELLED", kind="cancel", intent="cancel")
+    b_cancel.lines, b_cancel.invoke, b_cancel.complete = {"g": 2}, 6.0, 6.1
+    ops = [b_placed, refused, b_cancel]
+    flows: dict[str, dict[str, int]] = {"B": {"g": 2}}
+    decisions = {"B": "returned"}
+    final = 2  # seeded 2, B took 2, B's 2 came back
+    if late_flow:
+        flows["O"] = {"g": 1}  # O's late attempt, 9 s after its send, with B's units back
+        decisions["O"] = "deducted"
+        final = 1
+    snap = Snapshot(
+        levels={"g": (final, 2, 1)},
+        flow_sums={("g", 1): sum(f.get("g", 0) for f in flows.values())},
+        duplicate_flows=[],
+        flows_by_flag=flows,
+        orders={"B": "CANCELLED", "O": "FAILED"},
+        lines={"B": {"g": 2}, "O": {"g": 1}},
+        reasons={"B": "cancelled: by the buyer (stock returned)", "O": "insufficient_stock"},
+        refused={"O": {"g": 1}},
+        return_sums={("g", 1): 2},
+        returns_by_flag={"B": {"g": 2}},
+        decisions=decisions,
+        return_times={"B": {"g": (t0, t0 + timedelta(seconds=6))}},
+    )
+    return ops, snap
+
+
+def test_a_refused_order_deducted_after_a_return_is_caught_by_h2_i3_and_i9() -> None:
+    from inventory.check import check_invariants
+
+    ops, snap = late_attempt_story(late_flow=True)
+    h2 = checker.refused_is_failed(ops, snap)
+    assert h2.verdict == checker.VIOLATED and h2.counterexamples == ["O"]
+    results = {r.invariant + " " + r.name: r for r in check_invariants(snap)}
+    broken = sorted(name for name, r in results.items() if not r.ok)
+    assert broken == ["I3 orders match flows", "I9 a refusal stays a refusal"]
+    assert results["I3 orders match flows"].numbers["failed_with_flows"] == ["O"]
+    assert results["I9 a refusal stays a refusal"].numbers["refused_with_flows"] == ["O"]
+    # Conserved all the same (the late deduction is a real flow), so only these see it; and
+    # no answer is contradicted: O told FAILED ends FAILED, B's cancel ends CANCELLED.
+    for verdict in (
+        checker.answered_ok_is_confirmed(ops, snap),
+        checker.answers_hold(ops, snap),
+        checker.one_order_per_key(ops),
+    ):
+        assert verdict.verdict == checker.VALID, verdict
+
+
+def test_the_same_story_without_the_late_flow_passes() -> None:
+    from inventory.check import check_invariants
+
+    ops, snap = late_attempt_story(late_flow=False)
+    assert [r.invariant for r in check_invariants(snap) if not r.ok] == []
+    for verdict in (
+        checker.answered_ok_is_confirmed(ops, snap),
+        checker.refused_is_failed(ops, snap),
+        checker.answers_hold(ops, snap),
+        checker.one_order_per_key(ops),
+    ):
+        assert verdict.verdict == checker.VALID, verdict
+
+
+def test_i9_catches_a_flow_on_a_flag_decided_refused() -> None:
+    """A deduction that went past a recorded refusal (the decision says refused, a flow
+    exists), whatever the order's row says."""
+    from inventory.check.invariants import check_refusal_stays
+
+    _, snap = late_attempt_story(late_flow=True)
+    snap = replace(snap, orders={**snap.orders, "O": "PENDING"}, decisions={"O": "refused"})
+    result = check_refusal_stays(snap)
+    assert not result.ok and result.numbers["decided_refused_with_flows"] == ["O"]
+    # A refusal the reconciler found after an unknown outcome is a refusal too.
+    _, snap = late_attempt_story(late_flow=True)
+    reason = "reconciled: insufficient_stock (outcome_unknown: HTTP 503)"
+    result = check_refusal_stays(replace(snap, reasons={**snap.reasons, "O": reason}))
+    assert not result.ok and result.numbers["refused_with_flows"] == ["O"]
+
+
+def test_the_late_attempt_story_is_counted_from_the_history_and_the_databases(
+    tmp_path: Path,
+) -> None:
+    """late_attempts.count_story on hand-made databases: O refused while its first attempt was
+    held, a hold expired and a cancel on the scarce goods while it slept, and its late attempt
+    arriving with the stock back on the shelf; P refused at once (not held); Q answered after
+    the delay (no longer held)."""
+    from datetime import datetime, timedelta
+
+    import migrations
+    from inventory.chaos import late_attempts
+    from order_service.tables import orders
+    from shared.db import make_engine
+    from stock_service.tables import flag_decision, stock_flow, stock_return
+
+    t0 = datetime(2026, 1, 1)
+
+    def at(seconds: float) -> datetime:
+        return t0 + timedelta(seconds=seconds)
+
+    engines = []
+    for name in ("order", "stock"):
+        url = f"sqlite:///{tmp_path / name}.db"
+        migrations.upgrade(url, name)
+        engines.append(make_engine(url))
+    order_engine, stock_engine = engines
+    refused_o = op("ko", FAIL, "O", lines={"s0": 1}, invoke=10.0, complete=14.3)
+    refused_p = op("kp", FAIL, "P", lines={"s0": 1}, invoke=11.0, complete=11.1)
+    late = 12.0 + late_attempts.DELAY + 0.5  # after its held attempt woke
+    refused_q = op("kq", FAIL, "Q", lines={"s0": 1}, invoke=12.0, complete=late)
+    cancel = told("kb", "B", 200, "CANCELLED", kind="cancel", intent="cancel")
+    cancel.lines, cancel.invoke = {"s0": 1}, 15.0
+    ops = [refused_o, refused_p, refused_q, cancel]
+    with stock_engine.begin() as conn:
+        for i, (flag, when) in enumerate((("B", 9.0), ("H", 9.5))):
+            conn.execute(
+                stock_flow.insert().values(
+                    id=f"f{i}", flag=flag, goods_id="s0", num=1, seed_version=1, created_at=at(when)
+                )
+            )
+            conn.execute(
+                stock_return.insert().values(
+                    id=f"r{i}",
+                    flag=flag,
+                    goods_id="s0",
+                    num=1,
+                    seed_version=1,
+                    created_at=at(15.1 if flag == "B" else 16.0),
+                )
+            )
+        conn.execute(
+            flag_decision.insert().values(flag="O", outcome="refused", created_at=at(14.2))
+        )
+    with order_engine.begin() as conn:
+        for order_id, reason in (("B", "cancelled: by the buyer"), ("H", HOLD_EXPIRED)):
+            conn.execute(
+                orders.insert().values(
+                    id=order_id,
+                    user_id="u",
+                    status="CANCELLED",
+                    reason=reason,
+                    created_at=at(9),
+                    updated_at=at(16),
+                )
+            )
+    verdict, numbers = late_attempts.count_story(
+        ops, 5.0, 25.0, t0, ["s0"], {"s0": 2}, stock_engine, order_engine
+    )
+    order_engine.dispose()
+    stock_engine.dispose()
+    assert verdict.verdict == checker.COUNTED
+    assert numbers["refused_while_held"] == 1  # O: P was not held, Q's attempt woke first
+    assert (numbers["returns"], numbers["returns_expired"], numbers["returns_cancelled"]) == (
+        2,
+        1,
+        1,
+    )
+    assert numbers["cancels_told_200"] == 1
+    assert numbers["returned_while_held"] == 1 and numbers["back_on_shelf"] == 1
+    assert numbers["decided"] == {"refused": 1} and numbers["late_deducted"] == []
+
+
+# --- issue 28: a cancel by key before its order leaves a tombstone ---------------------------
+
+
+def tombstone_history(placed_anyway: bool = False) -> list[Op]:
+    """Key kt: its cancel by key arrived first (200 CANCELLED, the tombstone T), then its
+    genOrder and the double submit were answered 409 CANCELLED naming T, deducting nothing.
+    Key k1: an ordinary order, confirmed. With `placed_anyway`, the genOrder under kt placed an
+    order of its own (the bug a tombstone exists to prevent)."""
+    cancel = told("kt", "T", 200, "CANCELLED", kind="cancel", intent="cancel-at-once")
+    cancel.reason = "cancelled: by the buyer, before the order was placed"
+    ordinary = told("k1", "o1", 200, "CONFIRMED")
+    ordinary.lines = {"p-g": 1}
+    ops = [cancel, ordinary]
+    for attempt, double in ((0, False), (1, True)):
+        answer = told("kt", "T", 409, "CANCELLED", intent="cancel-at-once")
+        answer.attempt, answer.double, answer.reason = attempt, double, cancel.reason
+        ops.append(answer)
+    if placed_anyway:
+        ops.append(told("kt", "o9", 200, "CONFIRMED", intent="cancel-at-once"))
+    return ops
+
+
+def _tombstone_databases(tmp_path: Path) -> tuple[Any, Any]:
+    from datetime import datetime
+
+    import migrations
+    from order_service.tables import order_details, orders
+    from shared.db import make_engine
+    from stock_service.tables import flag_decision, stock, stock_flow
+
+    engines = []
+    for name in ("order", "stock"):
+        url = f"sqlite:///{tmp_path / name}.db"
+        migrations.upgrade(url, name)
+        engines.append(make_engine(url))
+    order_engine, stock_engine = engines
+    t0 = datetime(2026, 1, 1)
+    with order_engine.begin() as conn:
+        conn.execute(
+            orders.insert().values(
+                id="T",
+                user_id="",
+                status="CANCELLED",
+                reason="cancelled: by the buyer, before the order was placed",
+                idempotency_key="kt",
+                request_hash=None,
+                created_at=t0,
+                updated_at=t0,
+            )
+        )
+        conn.execute(
+            orders.insert().values(
+                id="o1",
+                user_id="u",
+                status="CONFIRMED",
+                idempotency_key="k1",
+                request_hash="h",
+                created_at=t0,
+                updated_at=t0,
+            )
+        )
+        conn.execute(
+            order_details.insert().values(id="d1", order_id="o1", goods_id="p-g", goods_num=1)
+        )
+    with stock_engine.begin() as conn:
+        conn.execute(
+            stock.insert().values(
+                goods_id="p-g", num=4, seeded_num=5, seed_version=1, fence=1, updated_at=t0
+            )
+        )
+        conn.execute(
+            stock_flow.insert().values(
+                id="f1", flag="o1", goods_id="p-g", num=1, seed_version=1, fence=1, created_at=t0
+            )
+        )
+        conn.execute(flag_decision.insert().values(flag="o1", outcome="deducted", created_at=t0))
+    return order_engine, stock_engine
+
+
+def test_a_tombstone_is_judged_as_what_the_answers_said(tmp_path: Path) -> None:
+    """The tombstone has no line, so the snapshot of the run's goods lacks it: read by its id
+    (orders_named), it is CANCELLED, as both answers said; every check holds, it is no lost
+    sale, and it is counted."""
+    from inventory.check import check_invariants, read_snapshot
+
+    order_engine, stock_engine = _tombstone_databases(tmp_path)
+    ops = tombstone_history()
+    bare = read_snapshot(order_engine, stock_engine, "p-")
+    assert "T" not in bare.orders
+    missing = checker.answers_hold(ops, bare)  # why the checker reads it by its id
+    assert missing.verdict == checker.VIOLATED and "ends missing" in missing.counterexamples[0]
+    verdicts = checker.check_run(
+        ops, order_engine, stock_engine, "p-", {"p-g": 5}, checker.liveness(1.0, 60)
+    )
+    snap = checker.orders_named(bare, order_engine, ops)
+    order_engine.dispose()
+    stock_engine.dispose()
+    assert snap.orders["T"] == "CANCELLED" and "T" not in snap.lines
+    assert [v.check for v in verdicts if v.verdict == checker.VIOLATED] == []
+    by_check = {v.check: v for v in verdicts}
+    assert "1 keys cancelled before their order" in by_check["H5"].detail
+    assert by_check["LS"].detail.startswith("0 orders failed")
+    assert [r.invariant for r in check_invariants(snap, {"p-g": 5}) if not r.ok] == []
+
+
+def test_a_tombstone_key_whose_genorder_placed_an_order_is_caught(tmp_path: Path) -> None:
+    order_engine, stock_engine = _tombstone_databases(tmp_path)
+    ops = tombstone_history(placed_anyway=True)
+    verdicts = checker.check_run(
+        ops, order_engine, stock_engine, "p-", {"p-g": 5}, checker.liveness(1.0, 60)
+    )
+    order_engine.dispose()
+    stock_engine.dispose()
+    h3 = next(v for v in verdicts if v.check == "H3")
+    assert h3.verdict == checker.VIOLATED and h3.counterexamples == ["kt"]
+
+
+def test_a_tombstone_is_no_confirmation_for_liveness() -> None:
+    """After the last heal, only the tombstone's answers: nothing was confirmed (L needs the
+    probe), and the window counts the key as unknown, not as refused for lack of stock."""
+    ops = tombstone_history()
+    for answer in ops:
+        answer.invoke, answer.complete = 30.0, 30.1
+    ops = [o for o in ops if o.key == "kt"]
+    assert report.recovery(ops, heal=20.0) is None
+    [row] = report.rows(ops, [], baseline_end=40.0)
+    assert (row.ok, row.failed, row.unknown) == (0, 0, 1)
+
+
+def test_the_stock_replicas_fault_injection_is_seen_in_the_state_file(tmp_path: Path) -> None:
+    """What a chaos run compares to decide whether to restart the stock replicas: the settings
+    they run with on top of the cluster's (FAULT_INJECTION for slow-first-attempts only)."""
+    from inventory.chaos import nemesis
+    from inventory.cluster import deploy, nodes, topology
+
+    def state(added: dict[str, str]) -> deploy.ClusterState:
+        procs = {
+            h.name: nodes.service(h, tmp_path, {"FENCING": "false", **added}, 2, 8)
+            for h in topology.HOSTS
+            if h.role in ("stock", "order")
+        }
+        return deploy.ClusterState(str(tmp_path), procs, {"FENCING": "false"})
+
+    assert deploy.stock_settings_added(state({})) == {}
+    needed = dict(nemesis.FAULTS["slow-first-attempts"].stock_settings)
+    assert needed == {"FAULT_INJECTION": "true"}
+    assert deploy.stock_settings_added(state(needed)) == needed
+    assert not any(
+        f.stock_settings for n, f in nemesis.FAULTS.items() if n != "slow-first-attempts"
+    )

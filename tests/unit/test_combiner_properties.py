@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from inventory.chaos.history import FAIL, OK, Op
+from inventory.chaos.history import FAIL, OK, UNKNOWN, Op
 from inventory.chaos.history_checks import (
     answered_ok_is_confirmed,
     answers_hold,
@@ -244,27 +244,48 @@ class World:
 @st.composite
 def worlds(draw: st.DrawFn) -> World:
     """Orders placed one at a time against seeded goods (the serial reference decides them):
-    each answered 200 and CONFIRMED with its flows, or 409 and FAILED for lack of stock."""
+    each answered 200 and CONFIRMED with its flows, or 409 and FAILED for lack of stock; some
+    of those placed are cancelled, right after or a few orders later (200 CANCELLED, their
+    stock back on the shelf, where a later order may take it: stock comes back after the
+    refusals made meanwhile)."""
     initial = draw(st.fixed_dictionaries({g: st.integers(0, 6) for g in GOODS}))
-    orders = draw(st.lists(lines, min_size=1, max_size=8))
+    later = st.one_of(st.none(), st.integers(0, 3))  # cancelled after this many more orders
+    orders = draw(st.lists(st.tuples(lines, later), min_size=1, max_size=8))
     serial = Serial(dict(initial))
     ops: list[Op] = []
     statuses: dict[str, str] = {}
     order_lines: dict[str, dict[str, int]] = {}
     flows: dict[str, dict[str, int]] = {}
+    returns: dict[str, dict[str, int]] = {}
     refused: dict[str, dict[str, int | None]] = {}
     reasons: dict[str, str | None] = {}
-    for i, wanted in enumerate(orders):
+    cancels: dict[int, list[str]] = {}  # after order i: the orders cancelled then
+
+    def cancel(order_id: str) -> None:
+        wanted = order_lines[order_id]
+        assert serial.apply(Request(order_id, wanted, Kind.RETURN))[0] is Outcome.RETURNED
+        statuses[order_id], returns[order_id] = "CANCELLED", dict(wanted)
+        ops.append(_op(order_id, wanted, 200, "CANCELLED", UNKNOWN, "cancel", "cancel"))
+
+    for i, (wanted, cancel_after) in enumerate(orders):
         order_id = f"o{i}"
         outcome, short = serial.apply(Request(order_id, wanted))
         order_lines[order_id] = wanted
         if outcome is Outcome.DEDUCTED:
             statuses[order_id], flows[order_id] = "CONFIRMED", dict(wanted)
-            ops.append(_op(order_id, wanted, 200, "CONFIRMED", OK))
+            intent = "none" if cancel_after is None else "cancel"
+            ops.append(_op(order_id, wanted, 200, "CONFIRMED", OK, intent=intent))
+            if cancel_after is not None:
+                cancels.setdefault(i + cancel_after, []).append(order_id)
         else:
             statuses[order_id], reasons[order_id] = "FAILED", REFUSED
             refused[order_id] = {goods: 1 for goods, _, _ in short}
             ops.append(_op(order_id, wanted, 409, "FAILED", FAIL))
+        for cancelled in cancels.pop(i, []):
+            cancel(cancelled)
+    for step in sorted(cancels):
+        for cancelled in cancels[step]:
+            cancel(cancelled)
     sums = {(g, 1): sum(f.get(g, 0) for f in flows.values()) for g in GOODS}
     snap = Snapshot(
         levels={g: (serial.levels[g], initial[g], 1) for g in GOODS},
@@ -275,12 +296,22 @@ def worlds(draw: st.DrawFn) -> World:
         lines=order_lines,
         reasons=reasons,
         refused=refused,
-        decisions={o: "deducted" for o in flows},
+        return_sums={(g, 1): sum(r.get(g, 0) for r in returns.values()) for g in GOODS},
+        returns_by_flag=returns,
+        decisions={o: "returned" if o in returns else "deducted" for o in flows},
     )
     return World(ops, snap, initial)
 
 
-def _op(order_id: str, wanted: dict[str, int], status: int, told: str, outcome: str) -> Op:
+def _op(
+    order_id: str,
+    wanted: dict[str, int],
+    status: int,
+    told: str,
+    outcome: str,
+    kind: str = "order",
+    intent: str = "none",
+) -> Op:
     return Op(
         key=f"k-{order_id}",
         attempt=0,
@@ -292,6 +323,8 @@ def _op(order_id: str, wanted: dict[str, int], status: int, told: str, outcome: 
         order_id=order_id,
         order_status=told,
         outcome=outcome,
+        kind=kind,
+        intent=intent,
     )
 
 
@@ -364,3 +397,57 @@ def test_each_planted_violation_is_caught(world: World, data: st.DataObject) -> 
         # refused while the stock was there: a lost sale (I4)
         rich = {g: (lvl + 100, s, v) for g, (lvl, s, v) in snap.levels.items()}
         assert verdicts(World(ops, replace(snap, levels=rich), world.initial))["I4 no lost sale"]
+
+
+@FAST
+@given(world=worlds(), data=st.data())
+def test_a_refusal_then_a_deduction_after_a_return_is_caught(
+    world: World, data: st.DataObject
+) -> None:
+    """Issue 28's story planted in a valid world: an order told 409 insufficient_stock whose
+    late first attempt deducted once stock came back (a cancel, here). The deduction is real
+    (the level goes down by it, its flow is written), so I1 holds; H2, I3 and I9 must see it,
+    with the decision the rule before issue 28 left (deducted) and with a recorded refusal
+    that a deduction went past (refused)."""
+    snap = world.snap
+    fits = [
+        o for o in _failed(world) if all(snap.levels[g][0] >= n for g, n in snap.lines[o].items())
+    ]
+    if not fits:
+        return  # no refused order whose stock is on the shelf at the end: nothing to plant
+    victim = data.draw(st.sampled_from(fits))
+    wanted = snap.lines[victim]
+    late = replace(
+        snap,
+        levels={g: (n - wanted.get(g, 0), s, v) for g, (n, s, v) in snap.levels.items()},
+        flow_sums={k: total + wanted.get(k[0], 0) for k, total in snap.flow_sums.items()},
+        flows_by_flag={**snap.flows_by_flag, victim: dict(wanted)},
+    )
+    for decided in ("deducted", "refused"):
+        planted = replace(late, decisions={**late.decisions, victim: decided})
+        found = verdicts(World(world.ops, planted, world.initial))
+        assert found["H2"] and found["I3 orders match flows"], decided
+        assert found["I9 a refusal stays a refusal"], decided
+        assert not found["I1 initial - final = flows - returns"], decided
+        assert not found["I1 no negative stock"], decided
+
+
+def test_the_generated_worlds_line_up_the_story() -> None:
+    """The worlds above reach the story's shape: a refusal, then a cancel that returns stock
+    to its goods, with enough on the shelf at the end for the refused order."""
+    found = []
+
+    @settings(max_examples=300, deadline=None)
+    @given(world=worlds())
+    def look(world: World) -> None:
+        snap = world.snap
+        for o in _failed(world):
+            after = world.ops[[c.order_id for c in world.ops].index(o) :]
+            returned = [c for c in after if c.kind == "cancel"]
+            if any(set(c.lines) & set(snap.lines[o]) for c in returned) and all(
+                snap.levels[g][0] >= n for g, n in snap.lines[o].items()
+            ):
+                found.append(o)
+
+    look()
+    assert found
