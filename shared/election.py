@@ -38,7 +38,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 
 from shared.locks.base import LockError
 from shared.locks.etcd import EtcdLocks
-from shared.locks.zookeeper import ZooKeeperLocks
+from shared.locks.zookeeper import ZooKeeperLocks, ZooKeeperTLS
 from shared.locks.zookeeper_claim import ZooKeeperClaim
 from shared.settings import Settings
 
@@ -62,10 +62,11 @@ class ZooKeeperElector:
         identifier: str,
         session_timeout: float,
         auth: str | None = None,
+        tls: ZooKeeperTLS | None = None,
     ) -> None:
         root, self.name = path.rstrip("/").rsplit("/", 1)
         self.identifier = identifier.encode()  # each node's data: who contends
-        self.locks = ZooKeeperLocks(hosts, root, session_timeout, auth=auth)
+        self.locks = ZooKeeperLocks(hosts, root, session_timeout, auth=auth, tls=tls)
         self.claim: ZooKeeperClaim | None = None
         self.elected_at = -1  # the connection's interruption count when elected
 
@@ -178,4 +179,5 @@ def make_elector(settings: Settings, path: str, identifier: str) -> Elector:
         identifier,
         settings.zk_session_timeout,
         auth=settings.zk_auth or None,
+        tls=settings.zk_tls(),
     )

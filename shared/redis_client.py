@@ -23,6 +23,7 @@ import redis
 from redis.sentinel import Sentinel
 
 from shared.errors import DependencyUnavailable
+from shared.redis_tls import SharedSentinelSSLConnection, SharedSSLConnection
 
 SENTINEL_SCHEME = "redis+sentinel"
 TLS_SENTINEL_SCHEME = "rediss+sentinel"
@@ -40,7 +41,10 @@ def make_redis(url: str) -> redis.Redis:
     # Nothing touches the network until the first command.
     if url.startswith((f"{SENTINEL_SCHEME}://", f"{TLS_SENTINEL_SCHEME}://")):
         return _through_sentinel(url)
-    return redis.Redis.from_url(url, decode_responses=True, **TIMEOUTS)
+    shared: dict[str, Any] = {}
+    if url.startswith("rediss://"):  # TLS: one context per process (shared/redis_tls.py)
+        shared["connection_class"] = SharedSSLConnection
+    return redis.Redis.from_url(url, decode_responses=True, **TIMEOUTS, **shared)
 
 
 def _through_sentinel(url: str) -> redis.Redis:
@@ -53,7 +57,7 @@ def _through_sentinel(url: str) -> redis.Redis:
     master, db = path[0], int(path[1]) if len(path) > 1 else 0
     query = parse_qs(parts.query)
     sentinel_password = query.get("sentinel_password", [None])[0]
-    credentials = {
+    credentials: dict[str, Any] = {
         "username": unquote(parts.username) if parts.username else None,
         "password": unquote(parts.password) if parts.password else None,
     }
@@ -69,4 +73,6 @@ def _through_sentinel(url: str) -> redis.Redis:
         **TIMEOUTS,
         **secure,
     )
+    if secure:  # TLS to the primary: one context per process (shared/redis_tls.py)
+        credentials["connection_class"] = SharedSentinelSSLConnection
     return sentinel.master_for(master, db=db, decode_responses=True, **credentials, **TIMEOUTS)

@@ -49,6 +49,12 @@ class Settings:
     # This process's ZooKeeper identity, `user:password` (digest): the nodes it creates are
     # its own (and readable by everyone); empty, the open ACL of a single machine.
     zk_auth: str = ""
+    # TLS to ZooKeeper's secure client port: the CA file that signed the ensemble's
+    # certificates (empty: plain text), and this process's certificate and key when the
+    # ensemble asks clients for one.
+    zk_ca_file: str = ""
+    zk_cert_file: str = ""
+    zk_key_file: str = ""
     etcd_endpoints: str = "http://127.0.0.1:2379"  # comma-separated, tried in order
     # LOCK_BACKEND=redlock: independent Redis servers (comma-separated; 3 or 5), none of them
     # the flag Redis. `inventory up` starts three of its own when this is not set.
@@ -193,6 +199,14 @@ class Settings:
         if self.election_backend:
             return self.election_backend
         return "etcd" if self.lock_backend == "etcd" else "zookeeper"
+
+    def zk_tls(self) -> Any:
+        """The ZooKeeper TLS options (shared.locks.zookeeper.ZooKeeperTLS), or None."""
+        if not self.zk_ca_file:
+            return None
+        from shared.locks.zookeeper import ZooKeeperTLS  # a lock backend, imported when used
+
+        return ZooKeeperTLS(self.zk_ca_file, self.zk_cert_file or None, self.zk_key_file or None)
 
     def etcd_endpoint_list(self) -> list[str]:
         return [e.strip() for e in self.etcd_endpoints.split(",") if e.strip()]

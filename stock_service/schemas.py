@@ -45,7 +45,9 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
         value: Annotated[
             int | float, Field(ge=0, le=120, description="seconds, for the delays and pauses")
         ] = 0
-        times: Annotated[int, Field(ge=1, le=1000, description="how many firings"), WHOLE] = 1
+        times: Annotated[
+            int, Field(ge=0, le=1000, description="how many firings (0: disarm)"), WHOLE
+        ] = 1
 
     class FlagLines(Strict):
         flag: Identifier

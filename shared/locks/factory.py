@@ -21,6 +21,7 @@ def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Re
             settings.lock_root,
             settings.zk_session_timeout,
             auth=settings.zk_auth or None,
+            tls=settings.zk_tls(),
         )
     if backend == "redis":
         from shared.locks.redis import RedisLocks

@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from kazoo.client import KazooClient, KazooState
@@ -47,6 +48,26 @@ def digest_identity(auth: str | None) -> dict[str, Any]:
     }
 
 
+@dataclass(frozen=True)
+class ZooKeeperTLS:
+    """TLS to ZooKeeper's secure client port (kazoo's use_ssl): the CA that signed the
+    ensemble's certificates, and this client's own certificate and key when the ensemble asks
+    for one (ssl.clientAuth=need)."""
+
+    ca: str
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    def kazoo_options(self) -> dict[str, Any]:
+        return {
+            "use_ssl": True,
+            "verify_certs": True,
+            "ca": self.ca,
+            "certfile": self.certfile,
+            "keyfile": self.keyfile,
+        }
+
+
 class ZooKeeperLocks(LockBackend):
     name = "zookeeper"
 
@@ -57,6 +78,7 @@ class ZooKeeperLocks(LockBackend):
         session_timeout: float = 10.0,
         connect_timeout: float = 5.0,
         auth: str | None = None,
+        tls: ZooKeeperTLS | None = None,
     ) -> None:
         """`auth`: `user:password`, a digest identity: every node this client creates is then
         its identity's alone to change or delete (and readable by everyone), and the paths it
@@ -69,6 +91,7 @@ class ZooKeeperLocks(LockBackend):
             timeout=session_timeout,
             handler=PollingHandler(),
             **digest_identity(auth),
+            **(tls.kazoo_options() if tls else {}),
         )
         self._client.add_listener(self._on_state)
         self._started = False
