@@ -14,7 +14,7 @@ from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flags import FlagWriter
 from order_service.flow import OrderFlow
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from order_service.store import OrderStore
 from shared.api_app import make_api_app
 from shared.db import make_engine
@@ -49,10 +49,7 @@ def create_app(
     redis_client = make_redis(settings.redis_url)
     stock = StockClient(
         settings.stock_service_url,
-        settings.stock_call_timeout,
-        settings.stock_call_retries,
-        settings.stock_call_budget,
-        settings.retry_backoff,
+        CallPolicy.from_settings(settings),
         transport=stock_transport,
         token=settings.stock_service_token,
     )

@@ -32,7 +32,7 @@ from datetime import timedelta
 
 from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
@@ -51,10 +51,7 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     store = OrderStore(make_engine(settings.order_database_url, application="reconciler"))
     stock = StockClient(
         settings.stock_service_url,
-        settings.stock_call_timeout,
-        0,
-        60,
-        0,
+        CallPolicy.patient(settings.stock_call_timeout),
         token=settings.stock_service_token,
     )
     redis_client = make_redis(settings.redis_url)

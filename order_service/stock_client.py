@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -35,6 +36,7 @@ from order_service.stock_answers import (
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
 from shared.retry import RetryBudget
+from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -46,18 +48,42 @@ def _nothing() -> None:
     pass
 
 
+@dataclass(frozen=True)
+class CallPolicy:
+    """How the order service calls the stock service: each attempt's timeout, how many times
+    it is tried again (with the same flag), within how many seconds in all, and the base of the
+    jittered backoff between attempts (shared/retry.py)."""
+
+    timeout: float = 5.0
+    retries: int = 2
+    budget_seconds: float = 20.0
+    backoff: float = 0.2
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CallPolicy:
+        return cls(
+            settings.stock_call_timeout,
+            settings.stock_call_retries,
+            settings.stock_call_budget,
+            settings.retry_backoff,
+        )
+
+    @classmethod
+    def patient(cls, timeout: float) -> CallPolicy:
+        """The elected reconciler's: one attempt per call, its pass comes back."""
+        return cls(timeout, 0, 60.0, 0.0)
+
+
 class StockClient:
     def __init__(
         self,
         base_url: str,
-        timeout: float,
-        retries: int,
-        budget_seconds: float,
-        backoff: float,
+        policy: CallPolicy,
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         token: str = "",
     ) -> None:
+        timeout = policy.timeout
         # The stock service's STOCK_SERVICE_TOKEN, on every call (none: its routes are open).
         credentials = {"Authorization": f"Bearer {token}"} if token else {}
         # A first attempt, a poll and a void ride a kept-alive connection (a new connection
@@ -81,10 +107,16 @@ class StockClient:
             transport=transport,
             limits=httpx.Limits(max_keepalive_connections=0),
         )
-        self.retries = retries
-        self.budget_seconds = budget_seconds
-        self.backoff = backoff
+        self.policy = policy
         self.sleep = sleep
+
+    def _budget(self) -> RetryBudget:
+        """One call's attempts, the first included, as the policy allows them."""
+        p = self.policy
+        budget = RetryBudget(p.retries + 1, p.budget_seconds, p.backoff)
+        if self.sleep is not None:
+            budget.sleep = self.sleep
+        return budget
 
     def reduce_stock(
         self,
@@ -98,9 +130,7 @@ class StockClient:
         deduction, its units held until paid (release_hold)."""
         params = {"hold": "true"} if hold else None
         body = [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())]
-        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
-        if self.sleep is not None:
-            budget.sleep = self.sleep
+        budget = self._budget()
         answer = StockAnswer(UNKNOWN)
         while budget.next_attempt():
             answer.attempts = budget.used
@@ -141,9 +171,7 @@ class StockClient:
         """The batched PUT /reduceStock: each flag its own lines and its own answer, as
         reduce_stock would give it alone. Retried as reduce_stock is, with the same flags,
         for the flags whose outcome is still unknown (no answer, a 5xx, or `unavailable`)."""
-        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
-        if self.sleep is not None:
-            budget.sleep = self.sleep
+        budget = self._budget()
         answers = {flag: StockAnswer(UNKNOWN) for flag in wanted}
         pending = list(wanted)
         while pending and budget.next_attempt():
@@ -196,9 +224,7 @@ class StockClient:
         """What the stock database decided for the flag, changing nothing (GET /flags):
         `outcome` None while undecided; None when the stock service gave no answer within the
         budget."""
-        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
-        if self.sleep is not None:
-            budget.sleep = self.sleep
+        budget = self._budget()
         while budget.next_attempt():
             try:
                 response = self.http.get(f"/flags/{flag}", headers=request_id_headers())
@@ -236,9 +262,7 @@ class StockClient:
         return self._settle("returnStock", flag, "returns")
 
     def _settle(self, route: str, flag: str, rows: str) -> StockDecision | None:
-        budget = RetryBudget(self.retries + 1, self.budget_seconds, self.backoff)
-        if self.sleep is not None:
-            budget.sleep = self.sleep
+        budget = self._budget()
         while budget.next_attempt():
             try:
                 response = self.http.put(f"/{route}/{flag}", headers=request_id_headers())

@@ -354,7 +354,7 @@ def test_the_reconciler_fence_can_be_moved_on_to_a_new_epoch(services: Services)
 
     from order_service import transitions
     from order_service.reconcile import reconcile
-    from order_service.stock_client import StockClient
+    from order_service.stock_client import CallPolicy, StockClient
     from order_service.tables import reconciler_fence
 
     s = services
@@ -367,7 +367,7 @@ def test_the_reconciler_fence_can_be_moved_on_to_a_new_epoch(services: Services)
         order_id = unique("o")
         transitions.create_pending(store, order_id, unique("u"), {unique(): 1}, None, None)
         transport = httpx.WSGITransport(app=s.stock_app)
-        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
             with pytest.raises(transitions.Superseded):
                 reconcile(store, stock, timedelta(0), fence=transitions.Fence(0, 7))
             report = reconcile(store, stock, timedelta(0), fence=transitions.Fence(1, 7))
@@ -425,7 +425,7 @@ def lost_sales_with_a_reconciler(s: Services, older_than: float, orders: int = 8
     from datetime import timedelta
 
     from order_service.reconcile import reconcile
-    from order_service.stock_client import StockClient
+    from order_service.stock_client import CallPolicy, StockClient
 
     goods = unique()
     s.seed(goods, orders)
@@ -435,7 +435,7 @@ def lost_sales_with_a_reconciler(s: Services, older_than: float, orders: int = 8
 
     def passes() -> None:
         transport = httpx.WSGITransport(app=s.stock_app)
-        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
             while not stop.wait(0.1):
                 reconcile(store, stock, timedelta(seconds=older_than))
 

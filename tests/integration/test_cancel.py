@@ -19,7 +19,7 @@ import sqlalchemy as sa
 
 from order_service import transitions
 from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from shared.settings import Settings
 from stock_service.tables import stock_flow, stock_return
 from tests.conftest import unique
@@ -205,7 +205,7 @@ def expire_now(s: Services, order_id: str, shift: timedelta = timedelta(0)) -> N
 
 def run_reconciler(s: Services) -> Any:
     transport = httpx.WSGITransport(app=s.stock_app)
-    with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+    with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
         return reconcile(s.order_app.extensions["orders"].store, stock, timedelta(seconds=0))
 
 

@@ -23,7 +23,7 @@ from inventory.local.servers import (
 )
 from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from tests.conftest import make_settings, unique
 from tests.helpers import Services, running_services
 
@@ -122,7 +122,7 @@ def reconcile_now(s: Services) -> Any:
     client = redis_lib.Redis.from_url(s.settings.redis_url)
     flags = FlagWriter(client, 60, 2.0)
     try:
-        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
             store = s.order_app.extensions["orders"].store
             return reconcile(store, stock, timedelta(0), flags=flags, void_after=timedelta(hours=1))
     finally:

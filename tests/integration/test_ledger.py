@@ -250,7 +250,7 @@ def test_a_pay_whose_release_got_no_answer_is_released_by_the_reconciler(
     import httpx
 
     from order_service.reconcile import HOLD_RELEASE_AGE, reconcile
-    from order_service.stock_client import StockClient
+    from order_service.stock_client import CallPolicy, StockClient
 
     class NoReleases(httpx.BaseTransport):
         def __init__(self, inner: httpx.BaseTransport) -> None:
@@ -269,7 +269,7 @@ def test_a_pay_whose_release_got_no_answer_is_released_by_the_reconciler(
         assert s.stock.get(f"/stock/{goods}").json["held"] == 2  # the release got no answer
         transport = httpx.WSGITransport(app=s.stock_app)
         later = utcnow() + HOLD_RELEASE_AGE + timedelta(seconds=1)
-        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
             store = s.order_app.extensions["orders"].store
             report = reconcile(store, stock, timedelta(hours=1), now=later)
         assert held in report.released

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from order_service import transitions
 from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from order_service.tables import orders
 from shared.settings import Settings
 from tests.conftest import unique
@@ -38,7 +38,7 @@ class Counting(httpx.BaseTransport):
 
 def run(s: Services, older_than: float = 0, page_size: int = 200) -> tuple[object, Counting]:
     transport = Counting(httpx.WSGITransport(app=s.stock_app))
-    with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+    with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
         report = reconcile(
             s.order_app.extensions["orders"].store,
             stock,

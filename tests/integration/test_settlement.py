@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 from shared.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
@@ -128,7 +128,7 @@ def test_an_outcome_nobody_can_learn_is_pending_never_failed(settings: Settings)
         order_id = first.json["orderId"]
         assert s.order.get(f"/orders/{order_id}").json["status"] == "PENDING"
         with StockClient(
-            "http://stock", 5, 0, 10, 0, transport=httpx.WSGITransport(app=s.stock_app)
+            "http://stock", CallPolicy(5, 0, 10, 0), transport=httpx.WSGITransport(app=s.stock_app)
         ) as stock:
             report = reconcile(s.order_app.extensions["orders"].store, stock, timedelta(0))
         assert order_id in report.confirmed
@@ -149,7 +149,9 @@ def test_the_answer_follows_the_row_when_the_reconciler_settled_it_first(
         if stock_route(request) == "flags":
             s = holder["s"]
             with StockClient(
-                "http://stock", 5, 0, 10, 0, transport=httpx.WSGITransport(app=s.stock_app)
+                "http://stock",
+                CallPolicy(5, 0, 10, 0),
+                transport=httpx.WSGITransport(app=s.stock_app),
             ) as stock:
                 reconcile(s.order_app.extensions["orders"].store, stock, timedelta(0))
 
@@ -229,7 +231,7 @@ def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_boun
         store = s.order_app.extensions["orders"].store
         flags = FlagWriter(redis_lib.Redis.from_url(settings.redis_url), 60, 2.0)
         transport = httpx.WSGITransport(app=s.stock_app)
-        with StockClient("http://stock", 5, 0, 10, 0, transport=transport) as stock:
+        with StockClient("http://stock", CallPolicy(5, 0, 10, 0), transport=transport) as stock:
             old = {dropped.json["orderId"]: timedelta(hours=1)}  # past the bound: voided
             backdate(s, old)
             report = reconcile(

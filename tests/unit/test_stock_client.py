@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import httpx
 
-from order_service.stock_client import StockClient
+from order_service.stock_client import CallPolicy, StockClient
 
 
 def client_for(
@@ -16,10 +16,7 @@ def client_for(
     sleeps: list[float] = []
     client = StockClient(
         "http://stock",
-        timeout=1,
-        retries=retries,
-        budget_seconds=60,
-        backoff=0.1,
+        CallPolicy(timeout=1, retries=retries, budget_seconds=60, backoff=0.1),
         transport=httpx.MockTransport(handler),
         sleep=sleeps.append,
     )

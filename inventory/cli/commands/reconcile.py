@@ -34,7 +34,7 @@ def run(args: argparse.Namespace) -> int:
 
     from order_service.flags import FlagWriter
     from order_service.reconcile import reconcile
-    from order_service.stock_client import StockClient
+    from order_service.stock_client import CallPolicy, StockClient
     from order_service.store import OrderStore
     from shared.db import make_engine
     from shared.redis_client import make_redis
@@ -57,10 +57,7 @@ def run(args: argparse.Namespace) -> int:
     store = OrderStore(make_engine(settings.order_database_url))
     stock_client = StockClient(
         settings.stock_service_url,
-        settings.stock_call_timeout,
-        0,
-        60,
-        0,
+        CallPolicy.patient(settings.stock_call_timeout),
         token=settings.stock_service_token,
     )
     redis_client = make_redis(settings.redis_url)
