@@ -14,7 +14,8 @@ from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flags import FlagWriter
 from order_service.flow import OrderFlow
-from order_service.stock_client import CallPolicy, StockClient
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from shared.api_app import make_api_app
 from shared.db import make_engine

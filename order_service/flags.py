@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import redis
 
-from shared.retry import RetryBudget
+from order_service.retry import RetryBudget
 
 log = logging.getLogger(__name__)
 ATTEMPTS = 10  # within FLAG_WRITE_SECONDS

@@ -32,7 +32,8 @@ from datetime import timedelta
 
 from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
-from order_service.stock_client import CallPolicy, StockClient
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
 from shared.db import make_engine

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
 
+from order_service.retry import CallPolicy, RetryBudget
 from order_service.stock_answers import (
     REJECTED,
     RETRYABLE_STATUS,
@@ -35,8 +35,6 @@ from order_service.stock_answers import (
 )
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
-from shared.retry import RetryBudget
-from shared.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -46,32 +44,6 @@ KEEPALIVE_SECONDS = 2.0  # below gunicorn's keep-alive (inventory/local/gunicorn
 
 def _nothing() -> None:
     pass
-
-
-@dataclass(frozen=True)
-class CallPolicy:
-    """How the order service calls the stock service: each attempt's timeout, how many times
-    it is tried again (with the same flag), within how many seconds in all, and the base of the
-    jittered backoff between attempts (shared/retry.py)."""
-
-    timeout: float = 5.0
-    retries: int = 2
-    budget_seconds: float = 20.0
-    backoff: float = 0.2
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> CallPolicy:
-        return cls(
-            settings.stock_call_timeout,
-            settings.stock_call_retries,
-            settings.stock_call_budget,
-            settings.retry_backoff,
-        )
-
-    @classmethod
-    def patient(cls, timeout: float) -> CallPolicy:
-        """The elected reconciler's: one attempt per call, its pass comes back."""
-        return cls(timeout, 0, 60.0, 0.0)
 
 
 class StockClient:

@@ -7,7 +7,6 @@ import logging
 from flask import Flask
 from prometheus_client.core import Metric
 
-from shared.admin import admin_auth, service_guard
 from shared.api_app import make_api_app
 from shared.db import DatabaseUnavailable, make_engine
 from shared.errors import DependencyUnavailable
@@ -20,6 +19,7 @@ from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
 from shared.settings import Settings
 from shared.startup import prepare_schema
+from stock_service.admin import admin_auth, service_guard
 from stock_service.api import SERVICE_ROUTES, stock_routes
 from stock_service.deduction import StockDeduction
 from stock_service.deps import StockDeps

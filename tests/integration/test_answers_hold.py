@@ -354,7 +354,8 @@ def test_the_reconciler_fence_can_be_moved_on_to_a_new_epoch(services: Services)
 
     from order_service import transitions
     from order_service.reconcile import reconcile
-    from order_service.stock_client import CallPolicy, StockClient
+    from order_service.retry import CallPolicy
+    from order_service.stock_client import StockClient
     from order_service.tables import reconciler_fence
 
     s = services
@@ -425,7 +426,8 @@ def lost_sales_with_a_reconciler(s: Services, older_than: float, orders: int = 8
     from datetime import timedelta
 
     from order_service.reconcile import reconcile
-    from order_service.stock_client import CallPolicy, StockClient
+    from order_service.retry import CallPolicy
+    from order_service.stock_client import StockClient
 
     goods = unique()
     s.seed(goods, orders)

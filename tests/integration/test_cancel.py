@@ -19,7 +19,8 @@ import sqlalchemy as sa
 
 from order_service import transitions
 from order_service.reconcile import reconcile
-from order_service.stock_client import CallPolicy, StockClient
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
 from shared.settings import Settings
 from stock_service.tables import stock_flow, stock_return
 from tests.conftest import unique

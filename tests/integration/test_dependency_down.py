@@ -23,7 +23,8 @@ from inventory.local.servers import (
 )
 from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
-from order_service.stock_client import CallPolicy, StockClient
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
 from tests.conftest import make_settings, unique
 from tests.helpers import Services, running_services
 

@@ -35,12 +35,16 @@ def test_a_plain_url_is_a_plain_client() -> None:
 def test_a_tls_sentinel_url_checks_the_sentinels_and_redis_against_its_ca() -> None:
     from redis.sentinel import SentinelManagedSSLConnection
 
+    from shared.redis_tls import SharedSentinelSSLConnection
+
     client = make_redis(
         "rediss+sentinel://stock:pw@10.0.0.1:26379/inventory/0"
         "?sentinel_password=watch&ssl_ca_certs=/etc/ca.crt"
     )
     pool = client.connection_pool
-    assert pool.connection_class is SentinelManagedSSLConnection
+    # redis-py's Sentinel TLS connection, with one TLS context shared by the process's pools
+    assert pool.connection_class is SharedSentinelSSLConnection
+    assert issubclass(pool.connection_class, SentinelManagedSSLConnection)
     assert pool.connection_kwargs["ssl_ca_certs"] == "/etc/ca.crt"
     assert pool.connection_kwargs["ssl_cert_reqs"] == "required"
     sentinel_pool = pool.sentinel_manager.sentinels[0].connection_pool  # type: ignore[attr-defined]
@@ -51,3 +55,20 @@ def test_a_tls_sentinel_url_checks_the_sentinels_and_redis_against_its_ca() -> N
 def test_a_tls_sentinel_url_without_its_ca_is_refused() -> None:
     with pytest.raises(ValueError, match="ssl_ca_certs"):
         make_redis("rediss+sentinel://10.0.0.1:26379/inventory")
+
+
+def test_tls_connections_of_the_same_settings_share_one_context() -> None:
+    """redis-py built a TLS context (loading the system's CA store) for every connection it
+    opened; here the process builds one per set of TLS settings (shared/redis_tls.py)."""
+    import ssl
+
+    from shared.redis_tls import SharedSSLConnection, shared_context
+
+    ca = ssl.get_default_verify_paths().cafile or ssl.get_default_verify_paths().capath
+    options = {"ssl_ca_certs": ca if ca and ca.endswith((".pem", ".crt")) else None}
+    one = SharedSSLConnection(host="10.0.0.1", port=6380, ssl_cert_reqs="required", **options)
+    two = SharedSSLConnection(host="10.0.0.2", port=6380, ssl_cert_reqs="required", **options)
+    other = SharedSSLConnection(host="10.0.0.1", port=6380, ssl_cert_reqs="none")
+    assert shared_context(one) is shared_context(two)
+    assert shared_context(one) is not shared_context(other)
+    assert shared_context(one).verify_mode == ssl.CERT_REQUIRED

@@ -1,6 +1,6 @@
 import random
 
-from shared.retry import RetryBudget
+from order_service.retry import RetryBudget
 
 
 class FakeClock:

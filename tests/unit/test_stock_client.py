@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import httpx
 
-from order_service.stock_client import CallPolicy, StockClient
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
 
 
 def client_for(

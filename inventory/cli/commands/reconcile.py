@@ -34,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
 
     from order_service.flags import FlagWriter
     from order_service.reconcile import reconcile
-    from order_service.stock_client import CallPolicy, StockClient
+    from order_service.retry import CallPolicy
+    from order_service.stock_client import StockClient
     from order_service.store import OrderStore
     from shared.db import make_engine
     from shared.redis_client import make_redis

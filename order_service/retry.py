@@ -12,6 +12,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from shared.settings import Settings
+
 
 @dataclass
 class RetryBudget:
@@ -43,3 +45,29 @@ class RetryBudget:
                 return False
         self.used += 1
         return True
+
+
+@dataclass(frozen=True)
+class CallPolicy:
+    """How the order service calls the stock service: each attempt's timeout, how many times
+    it is tried again (with the same flag), within how many seconds in all, and the base of the
+    jittered backoff between attempts (RetryBudget, above)."""
+
+    timeout: float = 5.0
+    retries: int = 2
+    budget_seconds: float = 20.0
+    backoff: float = 0.2
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> CallPolicy:
+        return cls(
+            settings.stock_call_timeout,
+            settings.stock_call_retries,
+            settings.stock_call_budget,
+            settings.retry_backoff,
+        )
+
+    @classmethod
+    def patient(cls, timeout: float) -> CallPolicy:
+        """The elected reconciler's: one attempt per call, its pass comes back."""
+        return cls(timeout, 0, 60.0, 0.0)
