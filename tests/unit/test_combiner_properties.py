@@ -25,7 +25,7 @@ from inventory.chaos.history_checks import (
 )
 from inventory.chaos.verdict import VALID, VIOLATED
 from inventory.check import REFUSED, Snapshot, check_invariants
-from stock_service.batch import Kind, Outcome, Plan, Request, plan
+from stock_service.batch import Adjustment, Kind, Outcome, Plan, Request, plan
 
 GOODS = ["g0", "g1", "g2"]
 FLAGS = [f"f{i}" for i in range(6)]
@@ -33,7 +33,9 @@ FAST = settings(max_examples=150, deadline=None)
 
 # --- the serial reference -------------------------------------------------------------------
 
-Answer = tuple[Outcome, list[tuple[str, int, int]]]  # the outcome, its (goods, wanted, available)
+# The outcome, its shortfalls (goods, wanted, available), and an adjustment's level (after it,
+# or the level that was stale).
+Answer = tuple[Outcome, list[tuple[str, int, int]], int | None]
 
 
 @dataclass
@@ -45,6 +47,8 @@ class Serial:
     decided: dict[str, str] = field(default_factory=dict)
 
     def apply(self, request: Request) -> Answer:
+        if request.adjust is not None:
+            return self.adjust(request.adjust)
         earlier = self.decided.get(request.flag)
         if request.kind is Kind.RETURN:
             if earlier == "deducted":
@@ -52,15 +56,15 @@ class Serial:
                     self.levels[goods] = self.levels.get(goods, 0) + num
                 self.decided[request.flag] = "returned"
             returned = earlier in ("deducted", "returned")
-            return (Outcome.RETURNED if returned else Outcome.VOIDED), []
+            return (Outcome.RETURNED if returned else Outcome.VOIDED), [], None
         if earlier == "deducted":
-            return Outcome.DUPLICATE, []
+            return Outcome.DUPLICATE, [], None
         if earlier == "voided":
-            return Outcome.VOIDED, []
+            return Outcome.VOIDED, [], None
         if earlier == "returned":
-            return Outcome.CANCELLED, []
+            return Outcome.CANCELLED, [], None
         if earlier == "refused":  # told no once: no for good, whatever came back meanwhile
-            return Outcome.INSUFFICIENT, []
+            return Outcome.INSUFFICIENT, [], None
         short = [
             (goods, wanted, self.levels.get(goods, 0))
             for goods, wanted in sorted(request.lines.items())
@@ -68,11 +72,23 @@ class Serial:
         ]
         if short:
             self.decided[request.flag] = "refused"
-            return Outcome.INSUFFICIENT, short  # all or nothing: no line is taken
+            return Outcome.INSUFFICIENT, short, None  # all or nothing: no line is taken
         for goods, wanted in request.lines.items():
             self.levels[goods] -= wanted
         self.decided[request.flag] = "deducted"
-        return Outcome.DEDUCTED, []
+        return Outcome.DEDUCTED, [], None
+
+    def adjust(self, a: Adjustment) -> Answer:
+        """An adjustment (a restock, a loss, a count): by a delta, or to a level, only if the
+        level is the one expected; never below zero."""
+        level = self.levels.get(a.goods_id, 0)
+        if a.expected is not None and a.expected != level:
+            return Outcome.STALE, [], level
+        after = level + a.delta if a.delta is not None else (a.num or 0)
+        if after < 0:
+            return Outcome.BELOW_ZERO, [], level
+        self.levels[a.goods_id] = after
+        return Outcome.ADJUSTED, [], after
 
 
 def planned(
@@ -80,7 +96,7 @@ def planned(
 ) -> tuple[Plan, list[Answer]]:
     the_plan = plan(requests, levels, decided)
     answers = [
-        (d.outcome, [(s.goods_id, s.requested, s.available) for s in d.shortfalls])
+        (d.outcome, [(s.goods_id, s.requested, s.available) for s in d.shortfalls], d.level)
         for d in the_plan.decisions
     ]
     return the_plan, answers
@@ -95,13 +111,30 @@ decided = st.dictionaries(
     st.sampled_from(["deducted", "refused", "voided", "returned"]),
     max_size=3,
 )
+orders_and_returns = st.builds(
+    Request,
+    flag=st.sampled_from(FLAGS),  # few flags: duplicates of one flag in a batch are common
+    lines=lines,
+    kind=st.sampled_from([Kind.DEDUCT, Kind.DEDUCT, Kind.DEDUCT, Kind.RETURN]),
+)
+
+
+@st.composite
+def adjustments(draw: st.DrawFn) -> Request:
+    """A restock or a loss by a delta, or a count to a level, with or without the level the
+    caller saw; its own id as the flag (an adjustment has no operation flag)."""
+    goods = draw(st.sampled_from(GOODS))
+    if draw(st.booleans()):
+        change = Adjustment(goods, "restock", delta=draw(st.integers(-4, 6)))
+    else:
+        expected = draw(st.one_of(st.none(), st.integers(0, 8)))
+        change = Adjustment(goods, "count", num=draw(st.integers(0, 8)), expected=expected)
+    return Request(f"adj-{draw(st.uuids()).hex[:8]}", {goods: 0}, Kind.ADJUST, adjust=change)
+
+
+# Orders, returns and adjustments mixed in one batch (issue 30: all under the same hold).
 requests = st.lists(
-    st.builds(
-        Request,
-        flag=st.sampled_from(FLAGS),  # few flags: duplicates of one flag in a batch are common
-        lines=lines,
-        kind=st.sampled_from([Kind.DEDUCT, Kind.DEDUCT, Kind.DEDUCT, Kind.RETURN]),
-    ),
+    st.one_of(orders_and_returns, orders_and_returns, orders_and_returns, adjustments()),
     max_size=8,
 )
 
@@ -135,10 +168,14 @@ def test_any_arrival_order_is_some_serial_order(
     assert answers == expected
     taken = {g: levels[g] - the_plan.levels[g] for g in GOODS}
     asked = dict.fromkeys(GOODS, 0)
-    for i, (request, (outcome, _)) in enumerate(zip(arrival, answers, strict=True)):
+    for entry in the_plan.entries:  # each ledger line: what it moved, in arrival order
+        asked[entry.goods_id] -= entry.delta
+    for i, (request, (outcome, _, _)) in enumerate(zip(arrival, answers, strict=True)):
+        if request.adjust is not None:
+            continue
         sign = 1 if outcome is Outcome.DEDUCTED else -1 if i in the_plan.returned else 0
-        for goods, num in request.lines.items():
-            asked[goods] += sign * num
+        moved = sum(-e.delta for e in the_plan.entries if e.index == i)
+        assert moved == sign * sum(request.lines.values())
     assert taken == asked
     assert all(answers[i][0] is Outcome.RETURNED for i in the_plan.returned)
 
@@ -206,10 +243,15 @@ class BatchesOverTime(RuleBasedStateMachine):
 
     @rule(goods=st.sampled_from(GOODS), units=st.integers(1, 4))
     def restock(self, goods: str, units: int) -> None:
-        """Stock that comes back by other means than a return (an admin restock): a refused
-        flag must stay refused (issue 28: a buyer told no is never sold to)."""
-        self.levels[goods] += units
-        self.serial.levels[goods] += units
+        """Stock that comes back by other means than a return: an adjustment (a restock),
+        planned as the stock service plans it. A refused flag must stay refused (issue 28: a
+        buyer told no is never sold to)."""
+        change = Adjustment(goods, "restock", delta=units)
+        request = Request(f"adj-{len(self.flows)}-{units}", {goods: 0}, Kind.ADJUST, adjust=change)
+        the_plan, answers = planned([request], self.levels, self.decided)
+        assert answers == [self.serial.apply(request)]
+        assert [e.level_after for e in the_plan.entries] == [self.levels[goods] + units]
+        self.levels = the_plan.levels
         self.restocked[goods] += units
 
     @invariant()
@@ -269,7 +311,7 @@ def worlds(draw: st.DrawFn) -> World:
 
     for i, (wanted, cancel_after) in enumerate(orders):
         order_id = f"o{i}"
-        outcome, short = serial.apply(Request(order_id, wanted))
+        outcome, short, _ = serial.apply(Request(order_id, wanted))
         order_lines[order_id] = wanted
         if outcome is Outcome.DEDUCTED:
             statuses[order_id], flows[order_id] = "CONFIRMED", dict(wanted)
