@@ -1,7 +1,8 @@
 """The invariants of the design, each a function of a Snapshot (inventory.check/snapshot.py):
 
-I1 no oversell: no level below zero; initial - final = deducted - returned, per goods id and
-   seed version (initial: the level of the last PUT /stock, or given).
+I1 no oversell: no level below zero; initial + adjusted - final = deducted - returned, per goods
+   id and seed version (initial: the level of the last PUT /stock, or given; adjusted: the
+   adjustments since, restocks, losses and counts).
 I2 at most one deduction per flag: no (flag, goods id) with two flows.
 I3 orders match flows: every CONFIRMED or AWAITING_PAYMENT order has its flows, for its
    quantities, and no return; no FAILED order has any flow; every CANCELLED order has returns
@@ -85,11 +86,12 @@ def check_no_negative_stock(snap: Snapshot) -> CheckResult:
 
 
 def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckResult:
-    """initial - final = deducted - returned, per goods id and seed version."""
+    """initial + adjusted - final = deducted - returned, per goods id and seed version."""
     off: dict[str, dict[str, int]] = {}
     sold = flowed = back = 0
     for goods, (num, seeded, version) in snap.levels.items():
-        start = initial.get(goods, seeded)
+        adjusted = snap.adjustments.get(goods, (0, 0))[0]
+        start = initial.get(goods, seeded) + adjusted
         flows = snap.flow_sums.get((goods, version), 0)
         returned = snap.return_sums.get((goods, version), 0)
         sold += start - num
@@ -97,14 +99,15 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
         back += returned
         if start - num != flows - returned:
             off[goods] = {
-                "initial": start,
+                "initial": start - adjusted,
+                "adjusted": adjusted,
                 "final": num,
                 "flows": flows,
                 "returned": returned,
                 "oversold": flows - returned - start if flows - returned > start else 0,
             }
     oversold = sum(v["oversold"] for v in off.values())
-    detail = f"initial - final = {sold}, flows - returns = {flowed} - {back}"
+    detail = f"initial + adjusted - final = {sold}, flows - returns = {flowed} - {back}"
     if off:
         detail += f"; {len(off)} goods differ" + (f", oversold by {oversold}" if oversold else "")
         detail += f": {_few(off)}"
@@ -210,9 +213,11 @@ def check_no_lost_sale(snap: Snapshot) -> CheckResult:
 
 
 def _floor(snap: Snapshot, goods: str) -> int:
-    """The least the level can have been since its seed: the final level less the returns."""
+    """The least the level can have been since its seed: the final level less the returns and
+    the units adjustments added (a restock after the refusal)."""
     num, _seeded, version = snap.levels[goods]
-    return num - snap.return_sums.get((goods, version), 0)
+    added = snap.adjustments.get(goods, (0, 0))[1]
+    return num - snap.return_sums.get((goods, version), 0) - added
 
 
 def check_no_pending(snap: Snapshot) -> CheckResult:

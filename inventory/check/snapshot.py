@@ -12,7 +12,13 @@ from sqlalchemy import Engine, Table, func, select
 from sqlalchemy.engine import Connection
 
 from order_service.tables import order_details, orders
-from stock_service.tables import flag_decision, stock, stock_flow, stock_return
+from stock_service.tables import (
+    flag_decision,
+    stock,
+    stock_adjustment,
+    stock_flow,
+    stock_return,
+)
 
 
 @dataclass
@@ -36,6 +42,10 @@ class Snapshot:
     # flag -> goods -> (the flow's time, the return's time), for the returned lines
     return_times: dict[str, dict[str, tuple[datetime, datetime]]] = field(default_factory=dict)
     pay_deadlines: dict[str, datetime] = field(default_factory=dict)  # the holds' deadlines
+    # goods -> (net units, units added) of the adjustments since its last seed (PUT /stock, an
+    # adjustment of reason set): restocks, losses and counts move a level like flows and
+    # returns do, and the checks count them (issue 30)
+    adjustments: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _sums(conn: Connection, t: Table, like: str) -> dict[tuple[str, int], int]:
@@ -55,6 +65,32 @@ def _by_flag(conn: Connection, t: Table, like: str) -> dict[str, dict[str, int]]
     for r in conn.execute(select(t.c.flag, t.c.goods_id, t.c.num).where(t.c.goods_id.like(like))):
         out[r.flag][r.goods_id] = out[r.flag].get(r.goods_id, 0) + r.num
     return dict(out)
+
+
+def _adjustments(conn: Connection, like: str) -> dict[str, tuple[int, int]]:
+    """Per goods id, the adjustments after its last seed (the seed is the adjustment of reason
+    set that starts the current seed version; the ledger numbers a goods id's entries)."""
+    a = stock_adjustment
+    last_seed = (
+        select(a.c.goods_id, func.max(a.c.seq).label("seq"))
+        .where(a.c.goods_id.like(like), a.c.reason == "set")
+        .group_by(a.c.goods_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(a.c.goods_id, a.c.delta)
+        .select_from(a.outerjoin(last_seed, last_seed.c.goods_id == a.c.goods_id))
+        .where(
+            a.c.goods_id.like(like),
+            a.c.reason != "set",
+            (last_seed.c.seq.is_(None)) | (a.c.seq > last_seed.c.seq),
+        )
+    )
+    out: dict[str, tuple[int, int]] = {}
+    for r in rows:
+        net, added = out.get(r.goods_id, (0, 0))
+        out[r.goods_id] = (net + int(r.delta), added + max(int(r.delta), 0))
+    return out
 
 
 def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str = "") -> Snapshot:
@@ -103,6 +139,7 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         ):
             return_times[r.flag][r.goods_id] = (r.deducted_at, r.returned_at)
         flow_sums, return_sums = _sums(conn, stock_flow, like), _sums(conn, stock_return, like)
+        adjustments = _adjustments(conn, like)
     with order_engine.connect() as conn:
         lines: dict[str, dict[str, int]] = defaultdict(dict)
         refused: dict[str, dict[str, int | None]] = defaultdict(dict)
@@ -143,6 +180,7 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         decisions,
         dict(return_times),
         deadlines,
+        adjustments,
     )
 
 

@@ -29,6 +29,7 @@ from inventory.scenarios.rig import (
     wait_for_pid,
     worker_fault,
 )
+from inventory.scenarios.settle import settle_pending
 
 REFUSED = "lock lost, nothing written"  # the stock service's 503 line, fence or lease check
 
@@ -91,6 +92,16 @@ def slow_holder(
         for line in refusals or ["(no refusal logged)"]:
             story.show(line)
         story.show(f"{first.title()}: HTTP {response_1.status_code} {response_1.json()}")
+        if response_1.json().get("status") == "PENDING":
+            # A refused write decided nothing: the order waits for the reconciler (issue 31),
+            # which deducts again under the same flag, now against the level the sale left.
+            story.step(
+                f"{first.title()}'s order stays PENDING (nothing was decided for its flag); "
+                "the elected reconciler deducts it again under the same flag."
+            )
+            settle_pending(state, story, env)
+            row = client.order_row(response_1.json()["orderId"])
+            story.show(f"{first.title()}'s order: {row['status']} ({row['reason']})")
         level = client.level(goods)
         flows = len(client.flows(response_1.json()["orderId"])) + len(
             client.flows(response_2.json()["orderId"])

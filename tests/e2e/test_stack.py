@@ -94,8 +94,14 @@ def test_two_hundred_buyers_of_forty_units_over_gunicorn(
     running_stack: stack_state.StackState,
 ) -> None:
     state = running_stack
-    # zookeeper, redis, one gunicorn master per service, and the two elected reconcilers
-    assert len(state.pids) == 6
+    # zookeeper, redis, one gunicorn master per service, the two elected reconcilers and the
+    # two elected relays of stock events
+    assert sorted(state.pids) == sorted(
+        ["zookeeper", "redis", "stock_service", "order_service"]
+        + [name for name in state.pids if name.startswith(("reconciler", "relay"))]
+    )
+    assert sum(name.startswith("reconciler") for name in state.pids) == 2
+    assert sum(name.startswith("relay") for name in state.pids) == 2
     settings = settings_of(state)
     httpx.put(
         f"{state.stock_url}/stock/e2e-phone",

@@ -1,0 +1,57 @@
+"""One pass of the product's reconciler over a scenario's own stack, for the stories whose
+order is left PENDING on purpose.
+
+Since issue 31 an order whose deduction was not decided (the stale holder's write refused by
+the fence, say) is not voided by its request: it stays PENDING and the elected reconciler
+deducts it again under the same flag. A scenario's stack runs no reconciler (its timing would
+race the story), so the story runs the pass itself, at the point where it tells it, with the
+product's own code: `order_service.reconcile.reconcile`, the flag written again, the same
+stock client policy as `python -m order_service.reconciler`.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from inventory.local import stack_state
+from inventory.scenarios.rig import Story, scenario_settings
+from order_service.flags import FlagWriter
+from order_service.reconcile import ReconcileReport, reconcile
+from order_service.retry import CallPolicy
+from order_service.stock_client import StockClient
+from order_service.store import OrderStore
+from shared.db import make_engine
+from shared.redis_client import make_redis
+
+
+def settle_pending(
+    state: stack_state.StackState, story: Story, env: dict[str, str] | None = None
+) -> ReconcileReport:
+    """Settle every PENDING order of the scenario's stack now (its own stack: nothing else is
+    in flight, so no age is waited for) and tell what the pass did."""
+    settings = scenario_settings(state, env)
+    store = OrderStore(make_engine(settings.order_database_url, application="scenario"))
+    redis_client = make_redis(settings.redis_url)
+    stock = StockClient(
+        settings.stock_service_url,
+        CallPolicy.patient(settings.stock_call_timeout),
+        token=settings.stock_service_token,
+    )
+    try:
+        flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
+        report = reconcile(
+            store,
+            stock,
+            timedelta(0),
+            flags=flags,
+            void_after=timedelta(seconds=settings.reconcile_void_after),
+        )
+    finally:
+        stock.close()
+        redis_client.close()
+        store.engine.dispose()
+    story.show(
+        f"the reconciler's pass: {len(report.confirmed)} confirmed, {len(report.failed)} "
+        f"failed, {len(report.retried)} still undecided"
+    )
+    return report
