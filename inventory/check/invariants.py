@@ -174,12 +174,10 @@ def check_orders_match_flows(snap: Snapshot) -> CheckResult:
 
 def check_no_lost_sale(snap: Snapshot) -> CheckResult:
     """Each order refused for lack of stock needs a witness: a line whose goods' final level,
-    less everything returned to it under the same seed, is below its quantity. Levels only go
-    down between two seeds but for returns, so the level when the order was refused was at
-    least that; if even that is enough, the order was refused while its stock was there. Only
-    lines of the goods' current seed version can witness (a level seeded again may have gone
-    up); an order refused only against earlier seed versions is out of scope. Orders recorded
-    without seed versions count as current."""
+    less everything returned or restocked since its seed (_floor), is below its quantity: the
+    level at the refusal was at least that; if even that fits, stock was there. Only lines of
+    the goods' current seed version witness (a re-seeded level may have gone up); orders
+    refused only against earlier versions are out of scope, those without versions current."""
     refused = [
         o for o, s in snap.orders.items() if s == "FAILED" and snap.reasons.get(o) == REFUSED
     ]
@@ -214,7 +212,7 @@ def check_no_lost_sale(snap: Snapshot) -> CheckResult:
 
 def _floor(snap: Snapshot, goods: str) -> int:
     """The least the level can have been since its seed: the final level less the returns and
-    the units adjustments added (a restock after the refusal)."""
+    the units restocked."""
     num, _seeded, version = snap.levels[goods]
     added = snap.adjustments.get(goods, (0, 0))[1]
     return num - snap.return_sums.get((goods, version), 0) - added
@@ -269,12 +267,9 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
 
 
 def check_refusal_stays(snap: Snapshot) -> CheckResult:
-    """I9: an order FAILED for lack of stock (refused_for_lack_of_stock) has no flow, and a flag
-    decided `refused` has none.
-    The story it is about (issue 28): a first attempt passed the Redis check and was slow to
-    the lock, its retry was refused (the buyer told 409), stock came back (a cancel, an expired
-    hold), and the late attempt deducted: a unit sold to nobody, the buyer told no. I3 sees the
-    flow of a FAILED order too; this check names the story."""
+    """I9: no order FAILED for lack of stock, and no flag decided `refused`, has a flow. Its
+    story (issue 28): a retry refused (the buyer told 409), stock back, the slow first attempt
+    deducting; I3 sees that flow too, this check names the story."""
     refused = [
         o
         for o, s in snap.orders.items()
