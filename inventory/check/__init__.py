@@ -1,11 +1,14 @@
 """`inventory check`: the invariants of the design (invariants.py), read from the order and
-stock databases (SQLite, PostgreSQL or MySQL; snapshot.py), each printed with its numbers."""
+stock databases (SQLite, PostgreSQL or MySQL; snapshot.py), each printed with its numbers; and
+I10, the stock events of the stream against the outbox and the levels (events.py, read by
+events_source.py)."""
 
 from __future__ import annotations
 
 from dataclasses import asdict
 from typing import Any
 
+from inventory.check.events import OutboxRow, check_events
 from inventory.check.invariants import (
     HOLD_BOUND,
     REFUSED,
@@ -21,7 +24,9 @@ __all__ = [
     "HOLD_BOUND",
     "REFUSED",
     "CheckResult",
+    "OutboxRow",
     "Snapshot",
+    "check_events",
     "check_invariants",
     "print_results",
     "read_orders",
