@@ -32,6 +32,7 @@ from inventory.check.invariants import CheckResult
 
 ENTRY_KINDS = ("deducted", "returned", "adjusted")  # a ledger entry: it moves the level
 FIELDS = ("goodsId", "seq", "kind", "delta", "level")  # compared with the outbox row
+NAME = "stock events: each outbox row once, in ledger order, replaying the levels"
 SHOWN = 3  # examples in the one-line detail (the numbers keep up to LISTED)
 LISTED = 20
 
@@ -107,7 +108,7 @@ def check_events(
     detail += "; " + "; ".join(_few(k, v) for k, v in bad.items()) if bad else ": each once"
     return CheckResult(
         "I10",
-        "stock events: each outbox row once, in ledger order, replaying the levels",
+        NAME,
         not bad,
         detail,
         {

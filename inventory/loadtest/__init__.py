@@ -1,7 +1,8 @@
 """`inventory loadtest`: many buyers over real HTTP against a running stack, or one started for
 the run with the strategy asked for (buyers.py); with `--cancel-rate` and `--pay-within`, the
 cancels, pays and unpaid holds after them (after_sale.py); then a wait until the stack has
-settled every hold and cancel by itself, the ledger, and the invariant check (report.py).
+settled every hold and cancel by itself, the ledger, and the invariant check (report.py), with
+I10, the stock events, when the stack runs relays (its own stack does: two, as `inventory up`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from rich.console import Console
 from sqlalchemy import func, select
 
 from inventory.check import run_check
+from inventory.check.events_source import check_stack_events, relays_of
 from inventory.loadtest.buyers import Attempt, LoadConfig, LoadResult, drive, plan_orders
 from inventory.loadtest.report import print_summary, print_violations, write_report
 from inventory.local.stack_state import StackState
@@ -43,6 +45,9 @@ def run_loadtest(
     result.checks = run_check(
         state.order_database_url, state.stock_database_url, goods_prefix=result.prefix
     )
+    if relays_of(state):
+        # After the other checks: the relay has had their time to send the run's last events.
+        result.checks.append(check_stack_events(state, result.prefix))
     result.ledger = ledger(result)
     return result
 

@@ -1,4 +1,5 @@
-"""`inventory check`: the invariants I1-I5 on two databases (inventory/check/)."""
+"""`inventory check`: the invariants I1-I9 on two databases (inventory/check/), and I10, the
+stock events, when the stack runs relays (inventory/check/events_source.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,12 @@ import os
 from rich.console import Console
 
 from inventory.cli.errors import UsageError
-from inventory.cli.options import goods_level
+from inventory.cli.options import at_least, goods_level
 from inventory.local import stack_state
 from inventory.local.databases import VARIABLES, existing_database, migrate_command
 
 NAME = "check"
-SUMMARY = "check the invariants I1-I5 on the databases"
+SUMMARY = "check the invariants I1-I10 on the databases and the stream of stock events"
 
 console = Console()
 
@@ -34,6 +35,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="*",
         metavar="GOODS=NUM",
         help="initial levels (default: the last seeded level of each goods id)",
+    )
+    parser.add_argument(
+        "--no-events",
+        action="store_true",
+        help="skip I10, the stock events (checked when the running stack has relays and the "
+        "stock database is its own)",
+    )
+    parser.add_argument(
+        "--events-wait",
+        type=at_least(0),
+        default=30,
+        metavar="S",
+        help="seconds the relay gets to send the outbox before I10 reads the stream",
     )
     parser.add_argument("--json", action="store_true", help="as JSON")
 
@@ -60,11 +74,24 @@ def run(args: argparse.Namespace) -> int:
         initial=initial,
         sources=(order_source, stock_source),
     )
+    if not args.no_events and checks_events(state, stock_url):
+        assert state is not None
+        from inventory.check.events_source import check_stack_events
+
+        results.append(check_stack_events(state, args.goods_prefix, args.events_wait))
     if args.json:
         print(json.dumps(results_json(results), indent=2))
     else:
         print_results(results, console)
     return 0 if all(r.ok for r in results) else 1
+
+
+def checks_events(state: stack_state.StackState | None, stock_url: str) -> bool:
+    """I10 needs the stream the relays of this stock database write: the stack's, when it
+    runs relays (`inventory up` starts two) and the check reads its stock database."""
+    from inventory.check.events_source import relays_of
+
+    return state is not None and relays_of(state) > 0 and stock_url == state.stock_database_url
 
 
 def check_url(

@@ -107,8 +107,13 @@ def run(args: argparse.Namespace) -> int:
             f"starting a stack for this run (lock {env['LOCK_BACKEND']}/{env['LOCK_SCOPE']}) ..."
         )
         try:
+            # Two relays, as `inventory up` starts: the run's stock events are checked (I10).
             state = stack.up(
-                home=home, extra_env=env, say=console.print, reconcilers=2 if after_sale else 0
+                home=home,
+                extra_env=env,
+                say=console.print,
+                reconcilers=2 if after_sale else 0,
+                relays=2,
             )
         except stack.SettingsError as exc:
             raise UsageError(str(exc)) from exc
