@@ -183,3 +183,18 @@ def test_no_command_module_imports_another_command() -> None:
         if target.startswith(prefix) and target != name
     ]
     assert not wrong, wrong
+
+
+PRODUCT = ("shared", "order_service", "stock_service", "migrations")
+# What only the tooling writes: its stack's state and its home. A product module that reads them
+# runs only where `inventory up` ran (the migrations once did, through stack.json).
+TOOLING_FILES = ("stack.json", ".inventory", "INVENTORY_HOME")
+
+
+@pytest.mark.parametrize(
+    ("name", "path"), [(n, p) for n, p in modules() if n.split(".")[0] in PRODUCT]
+)
+def test_no_product_module_reads_the_tooling_s_files(name: str, path: Path) -> None:
+    text = path.read_text()
+    found = [marker for marker in TOOLING_FILES if marker in text]
+    assert not found, f"{name} names {found}: the product must run with the tooling absent"
