@@ -8,6 +8,10 @@ and its trail is replayed (`spin -t -T`) and cut down to the steps the model pri
 and the assertion it broke. A variant whose result is not the expected one fails the run, and so
 does a search that did not complete (memory exhausted): "no violation" would then mean nothing.
 
+Since issue 30 the model has a second world, -DRESTOCK: an admin's adjustment (a restock, or
+with -DCOUNT a count, a compare-and-swap) served under the lock and the fence with the orders'
+requests; its guards (FENCE_WITHOUT_SEQ, ADJUST_UNFENCED, CAS_IGNORES_EXPECTED) are checked in it.
+
 What the model is (its world, its guards, what it leaves out) is said in its header. Since issue
 28 stock comes back in it: the buyer of B may cancel B once CONFIRMED, and the return goes
 through a stock worker like a deduction (the lock, the row's fence, the decision moved deducted
@@ -71,6 +75,33 @@ VARIANTS: tuple[Variant, ...] = (
         True,
         "a refusal for lack of stock writes no decision (the rule before issue 28)",
     ),
+    # Issue 30: the world with an admin's adjustment (-DRESTOCK: one unit restocked, under the
+    # lock and the fence, interleaved with the orders, the refusals and the return; the
+    # reconcilers and the Redis loss left out, model/protocol.pml says why), and with a count
+    # in its place (-DCOUNT: a compare-and-swap on the level the admin read).
+    Variant("restock", ("RESTOCK",), False, "every guard in place, with a restock"),
+    Variant("count", ("RESTOCK", "COUNT"), False, "every guard in place, with a count"),
+    # Found by the restock world: a hold that writes a row twice (a split batch) leaves its own
+    # token on it both times, so a newer holder that read between the writes finds the fence it
+    # read and writes over the second. The fenced write now matches the row's ledger seq too.
+    Variant(
+        "FENCE_WITHOUT_SEQ",
+        ("RESTOCK", "FENCE_WITHOUT_SEQ"),
+        True,
+        "the fenced write matches the row's fence only, not also its ledger seq",
+    ),
+    Variant(
+        "ADJUST_UNFENCED",
+        ("RESTOCK", "ADJUST_UNFENCED"),
+        True,
+        "an adjustment's level written last-writer-wins (no fence)",
+    ),
+    Variant(
+        "CAS_IGNORES_EXPECTED",
+        ("RESTOCK", "COUNT", "CAS_IGNORES_EXPECTED"),
+        True,
+        "a count applied whatever the level, not only at the level it expected",
+    ),
     # Not a counterexample, and expected not to be: the status compare-and-set covers a
     # deposed reconciler on its own (model/protocol.pml says why); kept to show it.
     Variant(
@@ -128,6 +159,16 @@ ACTIONS: dict[str, str] = {
     "the decision's compare-and-set deducted -> returned": (
         "stock_service.store.StockWrite.mark_returned"
     ),
+    "fenced write: the row's fence and its ledger seq as read": (
+        "stock_service.store.StockWrite.set_level_fenced"
+    ),
+    "an adjustment: to the lock, batched with the orders' requests": (
+        "stock_service.deduction.StockDeduction.adjust"
+    ),
+    "plan an adjustment: a count stale unless the level is the one expected": (
+        "stock_service.batch._adjust"
+    ),
+    "write the adjustment's ledger row": "stock_service.store.StockWrite.add_adjustments",
     "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
     "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
