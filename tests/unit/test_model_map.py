@@ -1,4 +1,4 @@
-"""The model's actions name the code that does them (inventory/model_check.py's ACTIONS): each
+"""The model's actions name the code that does them (inventory/model_map.py's ACTIONS): each
 dotted path must still import, so a function renamed or removed makes the map (and the model's
 table in docs/model.md) stale, and this test says which."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from inventory.model_check import ACTIONS
+from inventory.model_map import ACTIONS
 
 
 def resolve(dotted: str) -> Any:
