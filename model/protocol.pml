@@ -41,7 +41,7 @@
    meets every deduction, refusal and return of the orders, as the first or second part of a
    hold, before or after a holder's pause. The unit makes A and B fit together (3 units), so a
    refused A can find stock back through the restock instead of a return. Left out of that
-   world to keep it checkable (every interleaving of all of them: over 28 million states):
+   world to keep it checkable (with them the search passed 28 million states unfinished):
    the reconcilers, which start once every request has ended and touch no stock row (their
    pass and an adjustment read and write disjoint variables, so every order of the two is the
    same), and the Redis loss (a flag, not a level). The world without -DRESTOCK is the one
