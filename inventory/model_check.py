@@ -8,6 +8,10 @@ and its trail is replayed (`spin -t -T`) and cut down to the steps the model pri
 and the assertion it broke. A variant whose result is not the expected one fails the run, and so
 does a search that did not complete (memory exhausted): "no violation" would then mean nothing.
 
+Since issue 30 the model has a second world, -DRESTOCK: an admin's adjustment (a restock, or
+with -DCOUNT a count, a compare-and-swap) served under the lock and the fence with the orders'
+requests; its guards (FENCE_WITHOUT_SEQ, ADJUST_UNFENCED, CAS_IGNORES_EXPECTED) are checked in it.
+
 What the model is (its world, its guards, what it leaves out) is said in its header. Since issue
 28 stock comes back in it: the buyer of B may cancel B once CONFIRMED, and the return goes
 through a stock worker like a deduction (the lock, the row's fence, the decision moved deducted
@@ -71,6 +75,33 @@ VARIANTS: tuple[Variant, ...] = (
         True,
         "a refusal for lack of stock writes no decision (the rule before issue 28)",
     ),
+    # Issue 30: the world with an admin's adjustment (-DRESTOCK: one unit restocked, under the
+    # lock and the fence, interleaved with the orders, the refusals and the return; the
+    # reconcilers and the Redis loss left out, model/protocol.pml says why), and with a count
+    # in its place (-DCOUNT: a compare-and-swap on the level the admin read).
+    Variant("restock", ("RESTOCK",), False, "every guard in place, with a restock"),
+    Variant("count", ("RESTOCK", "COUNT"), False, "every guard in place, with a count"),
+    # Found by the restock world: a hold that writes a row twice (a split batch) leaves its own
+    # token on it both times, so a newer holder that read between the writes finds the fence it
+    # read and writes over the second. The fenced write now matches the row's ledger seq too.
+    Variant(
+        "FENCE_WITHOUT_SEQ",
+        ("RESTOCK", "FENCE_WITHOUT_SEQ"),
+        True,
+        "the fenced write matches the row's fence only, not also its ledger seq",
+    ),
+    Variant(
+        "ADJUST_UNFENCED",
+        ("RESTOCK", "ADJUST_UNFENCED"),
+        True,
+        "an adjustment's level written last-writer-wins (no fence)",
+    ),
+    Variant(
+        "CAS_IGNORES_EXPECTED",
+        ("RESTOCK", "COUNT", "CAS_IGNORES_EXPECTED"),
+        True,
+        "a count applied whatever the level, not only at the level it expected",
+    ),
     # Not a counterexample, and expected not to be: the status compare-and-set covers a
     # deposed reconciler on its own (model/protocol.pml says why); kept to show it.
     Variant(
@@ -80,60 +111,6 @@ VARIANTS: tuple[Variant, ...] = (
         "a reconciler's write not fenced by its leader token (the status CAS still there)",
     ),
 )
-
-# Each action of the model, and the function of the code that does it (tests/unit/
-# test_model_map.py imports each, so a rename or a removal in the code shows up here).
-ACTIONS: dict[str, str] = {
-    "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
-    "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
-    "take the lock, with a token per name": "shared.locks.zookeeper_claim.ZooKeeperClaim.wait",
-    "the token of a held name": "shared.locks.base.Lease.token_for",
-    "read the level, the row's fence and the decided flags": (
-        "stock_service.store.StockStore.read_batch"
-    ),
-    "plan: decide each request against the running level": "stock_service.batch.plan",
-    "fence compare-and-set on the stock row": "stock_service.store.StockWrite.set_level_fenced",
-    "fence refused (newer holder) or overtaken (older holder)": (
-        "stock_service.decide._write_levels"
-    ),
-    "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
-    "insert the flow rows (unique flag, goods id)": "stock_service.store.StockWrite.add_flows",
-    "insert the decision rows (primary key flag)": "stock_service.store.StockWrite.add_decisions",
-    "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
-    "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
-    "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
-    "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
-    "write the flag": "order_service.batching.OrderBatches.write_flags",
-    "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
-    "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
-    "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
-    "finish: compare-and-set from PENDING, answer from the row": (
-        "order_service.transitions.finish"
-    ),
-    "a decision becomes a status": "order_service.settlement.decided_status",
-    "pay a hold": "order_service.transitions.pay",
-    "record a refusal for lack of stock: a decision row refused (primary key flag)": (
-        "stock_service.store.StockWrite.add_decisions"
-    ),
-    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.batch.plan",
-    "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
-        "order_service.cancellation.Cancellation.cancel"
-    ),
-    "the return answered: CANCELLING -> CANCELLED (compare-and-set)": (
-        "order_service.cancellation.Cancellation.return_stock"
-    ),
-    "return a flag's stock: no decision, voided; deducted, to the lock": (
-        "stock_service.deduction.StockDeduction.cancel"
-    ),
-    "the decision's compare-and-set deducted -> returned": (
-        "stock_service.store.StockWrite.mark_returned"
-    ),
-    "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
-    "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
-    "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
-    "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
-    "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
-}
 
 
 class ToolMissing(RuntimeError):

@@ -28,7 +28,24 @@
      request has ended (void, then write the order under its leader token); a leader can be
      paused and deposed, and the other one elected with a newer token;
    - a buyer pays a CONFIRMED order (a hold): an order still moves after it is settled, which
-     is what a deposed reconciler could overwrite.
+     is what a deposed reconciler could overwrite;
+   - the stock row's last ledger entry (row_seq): every level write moves it, and the fenced
+     write matches it too (WRITE_FENCED: WHERE fence = <read> AND ledger_seq = <read>).
+
+   With -DRESTOCK (issue 30, stock as a ledger), the world has an admin who brings one unit in
+   and enters it as an adjustment (POST /stock/{goodsId}/adjustments): a request of the same
+   batches as the orders', served by a stock worker under the lock and the fence, written with
+   the level it leaves (one ledger line, no flag, no decision row): a restock, {"delta": 1}, or
+   with -DCOUNT a count, {"expected": <the level read>, "num": <the units counted>}, which a
+   level moved since the read makes stale (nothing written). It is sent at any moment, so it
+   meets every deduction, refusal and return of the orders, as the first or second part of a
+   hold, before or after a holder's pause. The unit makes A and B fit together (3 units), so a
+   refused A can find stock back through the restock instead of a return. Left out of that
+   world to keep it checkable (with them the search passed 28 million states unfinished):
+   the reconcilers, which start once every request has ended and touch no stock row (their
+   pass and an adjustment read and write disjoint variables, so every order of the two is the
+   same), and the Redis loss (a flag, not a level). The world without -DRESTOCK is the one
+   before, unchanged.
 
    Guards, each removable at compile time, each removal a counterexample (model_check.py):
      -DNO_FENCE             the level written last-writer-wins (FENCING=false)
@@ -43,6 +60,20 @@
                             and an attempt that passed the pre-filter before that runs later,
                             finds no decision, and deducts once a return has brought the stock
                             back: the buyer was told FAILED and the order has a flow
+   In the world with -DRESTOCK:
+     -DFENCE_WITHOUT_SEQ    the fenced write matches the row's fence only (the code until this
+                            model found the hole): a hold that writes a row twice (a split batch) leaves its own
+                            token on it both times, so a newer holder that read between the two
+                            writes finds the fence it read and writes over the second: a lost
+                            update (found by this model: the restock lets A and B both fit)
+     -DADJUST_UNFENCED      the adjustment's level written last-writer-wins: a restock written
+                            on its read overwrites a (stale holder's) deduction that landed
+                            since (a lost update, the ledger unbalanced)
+     -DCAS_IGNORES_EXPECTED (with -DCOUNT) a count applied whatever the level under the lock,
+                            not only at the level it expected: a deduction between the admin's
+                            read and the write is undone. The ledger still balances (the entry's
+                            delta is against the level read under the lock); the level no longer
+                            says what is there
      -DNO_RECONCILER_FENCE  a reconciler's write is not fenced by its leader token: NOT a
                             counterexample here, because the status compare-and-set covers it
                             (every settle moves an order out of PENDING, and nothing moves it
@@ -58,14 +89,28 @@
 
    Not a guard: -DWITNESS_LATE_ATTEMPT is a probe (tests/unit/test_model_check.py) whose
    assertion fails where, intact, the late attempt of issue 28 reads the refusal recorded with
-   the stock back: spin reaching it shows the intact model's "no violation" covers that story. */
+   the stock back: spin reaching it shows the intact model's "no violation" covers that story.
+   -DWITNESS_LATE_ATTEMPT_RESTOCK (with -DRESTOCK) is the same probe with the stock back through
+   the restock, B never returned: the refusal stays a refusal when stock comes in. */
 
 #ifndef SEED
 #define SEED 2
 #endif
 #define NORDERS 2          /* A = 0, B = 1 */
-#define NCALLS 4           /* A's two attempts (0, 1), B's one (2), B's return (3) */
+#define NCALLS 5           /* A's two attempts (0, 1), B's one (2), B's return (3), the
+                              admin's adjustment (4) */
 #define RETURN_CALL 3      /* the call that is a return of B's stock, not a deduction */
+#define ADJUST_CALL 4      /* the call that is an adjustment of the level (a restock, a count) */
+#define DEDUCTION(a) (a < RETURN_CALL)
+/* The fenced write's compare-and-set finds the row as read: its fence and its last ledger
+   entry (WRITE_FENCED). The fence alone is not enough: a hold that writes a row twice (a
+   split batch) leaves its own token on it both times, so a newer holder that read between the
+   two writes would find the fence it read and write over the second (-DFENCE_WITHOUT_SEQ). */
+#ifdef FENCE_WITHOUT_SEQ
+#define ROW_MOVED (row_fence != seen)
+#else
+#define ROW_MOVED (row_fence != seen || row_seq != seen_seq)
+#endif
 #define MAX_SESSION_LOSSES 1
 #define MAX_LEADER_LOSSES 1
 
@@ -73,7 +118,7 @@ mtype = {
     NONE,
     /* decisions of the stock database, answers of the stock service */
     DEDUCTED, DUPLICATE, INSUFFICIENT, VOIDED, UNKNOWN_FLAG, LOCK_LOST, NO_ANSWER, WAITING,
-    REFUSED, RETURNED,
+    REFUSED, RETURNED, ADJUSTED, STALE,
     /* order statuses (and what the buyer was told); CANCELLED is an answer too */
     PENDING, CONFIRMED, PAID, FAILED, CANCELLING, CANCELLED
 };
@@ -84,11 +129,22 @@ mtype answer[NCALLS];
 /* the stock database */
 int num = SEED;
 byte row_fence = 0;
+byte row_seq = 0;              /* the row's last ledger entry: every level write moves it */
 mtype decided[NORDERS];        /* the flag's decision row: NONE, DEDUCTED, VOIDED, REFUSED,
                                   RETURNED (DEDUCTED -> RETURNED is its only move) */
 byte flows[NORDERS];           /* flow rows per flag (one goods id) */
 byte returns[NORDERS];         /* return rows per flag */
 byte qty[NORDERS];
+
+/* the adjustments (the ledger's adjustment rows) and what they stand for: a unit that came in
+   (a delivery, or one found by a count) is there to sell from the moment it arrives, and is
+   in the level once its adjustment is written */
+short adjusted = 0;            /* the deltas of the adjustment rows written */
+byte arrived = 0;              /* units the admin brought in */
+byte unentered = 0;            /* of those, units whose adjustment is not written (yet) */
+bool counting = 0;             /* the adjustment is a count: a compare-and-swap */
+byte expected_level = 0;       /* a count's "expected": the level the admin read */
+byte counted = 0;              /* a count's "num": the units the admin counted */
 
 /* the lock service */
 byte lock_holder = 0;          /* worker id, 0: free */
@@ -141,8 +197,12 @@ inline settled_status(d, s) {
    at once), NONE when a write follows: a deduction, a refusal (lvl < qty, recorded) or a
    return. */
 inline read_and_plan(w, f, a) {
-    lvl = num; seen = row_fence; dec = decided[f];
+    lvl = num; seen = row_fence; seen_seq = row_seq;
+    /* an adjustment has a fresh id of its own, never decided: no decision to read */
+    if :: a == ADJUST_CALL -> dec = NONE :: else -> dec = decided[f] fi;
     if
+    :: a == ADJUST_CALL ->
+       printf("STEP worker %d reads for the adjustment: stock %d, row fence %d\n", w, lvl, seen)
     :: a == RETURN_CALL ->
        printf("STEP worker %d reads for the return of order %c: stock %d, row fence %d, decision %e\n",
               w, 'A' + f, lvl, seen, dec)
@@ -166,6 +226,17 @@ inline read_and_plan(w, f, a) {
        :: dec == RETURNED -> out = RETURNED
        :: else -> out = VOIDED
        fi
+    :: a == ADJUST_CALL ->
+       /* batch._adjust: a count whose level is not the one it expected is stale (409 with
+          the level now), nothing written; else one ledger line */
+#ifdef CAS_IGNORES_EXPECTED
+       out = NONE
+#else
+       if
+       :: counting && expected_level != lvl -> out = STALE
+       :: else -> out = NONE
+       fi
+#endif
     :: else ->
 #ifdef FLAG_ONLY
        dec = NONE;             /* the pre-filter let it in: nothing else is asked */
@@ -179,6 +250,10 @@ inline read_and_plan(w, f, a) {
              is reachable intact: A told FAILED, B's stock back, and an attempt of A still to
              run, which finds the refusal recorded and the stock there */
           assert(!(told[0] == FAILED && returns[1] == 1 && lvl >= qty[f]))
+#endif
+#ifdef WITNESS_LATE_ATTEMPT_RESTOCK
+          /* the same probe with the stock back through a restock, B never returned */
+          assert(!(told[0] == FAILED && returns[1] == 0 && adjusted > 0 && lvl >= qty[f]))
 #endif
        :: dec == RETURNED -> out = CANCELLED
 #ifdef REFUSAL_NOT_RECORDED
@@ -200,7 +275,10 @@ inline read_and_plan(w, f, a) {
 inline write_rows(w, f, a, tok) {
     out = NONE;
     if
-    :: a != RETURN_CALL && lvl < qty[f] -> skip          /* a refusal writes no level */
+    :: DEDUCTION(a) && lvl < qty[f] -> skip          /* a refusal writes no level */
+#ifdef ADJUST_UNFENCED
+    :: a == ADJUST_CALL -> skip      /* the adjustment's level written last-writer-wins */
+#endif
     :: else ->
 #if defined(NO_FENCE)
        skip
@@ -211,8 +289,8 @@ inline write_rows(w, f, a, tok) {
        fi
 #else
        if
-       :: seen > tok || (row_fence != seen && row_fence > tok) -> out = LOCK_LOST
-       :: row_fence != seen && row_fence <= tok ->
+       :: seen > tok || (ROW_MOVED && row_fence > tok) -> out = LOCK_LOST
+       :: ROW_MOVED && row_fence <= tok ->
           printf("STEP worker %d: the row was overtaken by an older holder, reads again\n", w);
           out = NO_ANSWER
        :: else -> skip
@@ -229,8 +307,9 @@ inline write_rows(w, f, a, tok) {
           out = NO_ANSWER
        :: else -> skip
        fi
+    :: a == ADJUST_CALL -> skip      /* its id is fresh: no key to meet */
 #if !defined(NO_UNIQUE_ROW) && !defined(FLAG_ONLY)
-    :: else ->
+    :: DEDUCTION(a) ->
        if
        :: out == NONE && (decided[f] != NONE || flows[f] > 0) ->
           printf("STEP worker %d: the unique key finds order %c decided, reads again\n",
@@ -245,6 +324,7 @@ inline write_rows(w, f, a, tok) {
     if
     :: out == NONE && a == RETURN_CALL ->
        num = lvl + qty[f];
+       row_seq++;
 #ifndef NO_FENCE
        row_fence = tok;
 #endif
@@ -253,13 +333,28 @@ inline write_rows(w, f, a, tok) {
        out = RETURNED;
        printf("STEP worker %d returns order %c's stock with token %d: stock %d\n",
               w, 'A' + f, tok, num)
-    :: out == NONE && a != RETURN_CALL && lvl < qty[f] ->
+    :: out == NONE && a == ADJUST_CALL ->
+       /* a count sets the level to what was counted, a restock adds its delta; the entry
+          keeps the delta against the level read under the lock */
+       if :: counting -> num = counted :: else -> num = lvl + 1 fi;
+       adjusted = adjusted + num - lvl;
+       row_seq++;
+       unentered--;
+#if !defined(NO_FENCE) && !defined(ADJUST_UNFENCED)
+       row_fence = tok;
+#endif
+       assert(num >= 0);
+       out = ADJUSTED;
+       printf("STEP worker %d writes the adjustment with token %d: stock %d -> %d\n",
+              w, tok, lvl, num)
+    :: out == NONE && DEDUCTION(a) && lvl < qty[f] ->
        if :: decided[f] == NONE -> decided[f] = REFUSED :: else -> skip fi;
        out = INSUFFICIENT;
        printf("STEP worker %d records order %c refused (stock %d)\n", w, 'A' + f, lvl)
-    :: out == NONE && a != RETURN_CALL && lvl >= qty[f] ->
+    :: out == NONE && DEDUCTION(a) && lvl >= qty[f] ->
        assert(returns[f] == 0);                   /* never deducted again once returned */
        num = lvl - qty[f];
+       row_seq++;
 #ifndef NO_FENCE
        row_fence = tok;
 #endif
@@ -293,9 +388,16 @@ inline write_and_answer(w, f, a, tok) {
 
 /* The stock service's answer to one call; the flag is forgotten in Redis once decided. */
 inline answer_attempt(w, f, a) {
-    if :: out != LOCK_LOST -> redis[f] = 0 :: else -> skip fi;
-    answer[a] = out;
     if
+    :: a == ADJUST_CALL ->
+       /* nobody waits on it (the admin's to try again): the count it was is forgotten, so
+          what follows is one state whatever it was */
+       counting = 0; expected_level = 0; counted = 0
+    :: out != LOCK_LOST -> redis[f] = 0; answer[a] = out
+    :: else -> answer[a] = out
+    fi;
+    if
+    :: a == ADJUST_CALL -> printf("STEP worker %d answers the adjustment: %e\n", w, out)
     :: a == RETURN_CALL -> printf("STEP worker %d answers the return of order %c: %e\n", w, 'A' + f, out)
     :: else -> printf("STEP worker %d answers attempt %d of order %c: %e\n", w, a, 'A' + f, out)
     fi
@@ -317,7 +419,8 @@ inline answer_from_database(w, f, a) {
 
 /* Before the lock. A deduction: the Redis pre-filter, a flag not live answered from the
    database. A return (StockDeduction.cancel): the flag's decision; none: voided (an empty
-   rollback, recorded); deducted: to the lock; returned before: the same answer. `out` is the
+   rollback, recorded); deducted: to the lock; returned before: the same answer. An adjustment
+   (StockDeduction.adjust): to the lock, like the requests it is combined with. `out` is the
    answer when the call ends here, NONE when it goes to the lock. */
 inline before_lock(w, f, a) {
     out = NONE;
@@ -330,7 +433,8 @@ inline before_lock(w, f, a) {
        :: else -> out = VOIDED
        fi;
        if :: out != NONE -> answer_attempt(w, f, a) :: else -> skip fi
-    :: a != RETURN_CALL && !redis[f] -> answer_from_database(w, f, a)
+    :: a == ADJUST_CALL -> skip  /* no flag, no decision row: straight to the lock */
+    :: DEDUCTION(a) && !redis[f] -> answer_from_database(w, f, a)
     :: else -> skip
     fi
 }
@@ -339,13 +443,13 @@ inline before_lock(w, f, a) {
    workers are one state whatever they served. */
 inline release(w) {
     if :: lock_holder == w -> lock_holder = 0 :: else -> skip fi;
-    f = 0; a = 0; tok = 0; lvl = 0; seen = 0; dec = NONE; out = NONE
+    f = 0; a = 0; tok = 0; lvl = 0; seen = 0; seen_seq = 0; dec = NONE; out = NONE
 }
 
 /* A stock worker: a request (the pre-filter), the lock, its read-check-write; maybe one more
    request of its lane under the same hold (the second part of a split batch, same token). */
 proctype worker(byte w) {
-    byte f, a, tok, lvl, seen;
+    byte f, a, tok, lvl, seen, seen_seq;
     mtype dec = NONE, out = NONE;
 end_idle:
     do
@@ -357,6 +461,8 @@ end_idle:
            :: else ->
               working++;
               if
+              :: a == ADJUST_CALL ->
+                 printf("STEP worker %d: the adjustment goes to the lock\n", w)
               :: a == RETURN_CALL ->
                  printf("STEP worker %d: order %c's flag is deducted, its return goes to the lock\n", w, 'A' + f)
               :: else ->
@@ -378,6 +484,8 @@ end_idle:
               :: out != NONE -> release(w); working--; goto end_idle
               :: else ->
                  if
+                 :: a == ADJUST_CALL ->
+                    printf("STEP worker %d serves the adjustment as the second part of its batch (token %d)\n", w, tok)
                  :: a == RETURN_CALL ->
                     printf("STEP worker %d serves the return of order %c as the second part of its batch (token %d)\n", w, 'A' + f, tok)
                  :: else ->
@@ -542,6 +650,26 @@ proctype reconciler(byte r) {
     atomic { if :: leader == r -> leader = 0 :: else -> skip fi; tok = 0; o = 0 }
 }
 
+/* The admin: one unit comes in and is entered as an adjustment (POST /stock/{goodsId}/
+   adjustments), a request of the same batches as the orders' (the lock, the read, the fenced
+   write): a restock, {"delta": 1}; or a count, {"expected": <the level it read>, "num": <the
+   units it counted>}, the level read (GET /stock) and the shelf counted in the step that sends
+   it (a deduction between the read and the send is one between the send and the lock). Its
+   answer is not waited for: a stale count or a lost lock is the admin's to try again. */
+proctype admin() {
+    atomic {
+        arrived++; unentered++;
+#ifndef COUNT
+        printf("STEP a unit is delivered: the admin restocks it (delta 1)\n");
+#else
+        counting = 1; expected_level = num; counted = num + unentered;
+        printf("STEP the admin reads stock %d, counts %d: a count, expected %d, num %d\n",
+               num, counted, expected_level, counted);
+#endif
+        req!0, ADJUST_CALL
+    }
+}
+
 /* Redis may lose a flag (a restart, a failover): A's, whose buyer can write it again. */
 proctype redis_loss() {
     if
@@ -562,17 +690,28 @@ init {
         run buyer(1, 2, 1);
         run worker(1);
         run worker(2);
+#ifndef RESTOCK
         run reconciler(1);
         run reconciler(2);
         run redis_loss()
+#else
+        run admin()
+#endif
     };
     timeout ->
     /* every process has ended or waits for work: the end state */
-    printf("STEP end: stock %d, flows A %d B %d, returns B %d, orders %e %e, told %e %e\n",
-           num, flows[0], flows[1], returns[1], status[0], status[1], told[0], told[1]);
+    printf("STEP end: stock %d, flows A %d B %d, returns B %d, adjusted %d, orders %e %e, told %e %e\n",
+           num, flows[0], flows[1], returns[1], adjusted, status[0], status[1], told[0], told[1]);
     assert(num >= 0);
-    /* no lost update: what left is what was deducted less what came back */
-    assert(SEED - num == (flows[0] - returns[0]) * qty[0] + (flows[1] - returns[1]) * qty[1]);
+    /* no lost update (I1, the ledger balances): seeded + adjustments - flows + returns */
+    assert(SEED + adjusted - num
+           == (flows[0] - returns[0]) * qty[0] + (flows[1] - returns[1]) * qty[1]);
+    /* and the level says what is there: what was seeded and came in, less what was sold, plus
+       what came back, less a unit whose adjustment was not written (a stale count, a lost
+       lock). The ledger can balance and this fail: a count applied against a level it did
+       not expect writes a delta that balances and is not the one counted */
+    assert(num + unentered == SEED + arrived
+           - (flows[0] - returns[0]) * qty[0] - (flows[1] - returns[1]) * qty[1]);
     for (o : 0 .. NORDERS - 1) {
         assert(flows[o] <= 1);                                     /* one deduction per flag */
         /* returned at most once, only what was deducted, and never deducted again after */

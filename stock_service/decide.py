@@ -148,6 +148,9 @@ def _write_levels(
         seen = int(read.rows[goods_id].fence)
         # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
         # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
+        # So the fence alone cannot tell a newer holder that such a hold wrote again since its
+        # read: the compare-and-set matches the row's ledger seq too (the model's
+        # FENCE_WITHOUT_SEQ), and a row moved under an older or equal token is read again.
         # A level set outright (the admin seed) resets the fence to this holder's token: the
         # way back into service after the lock service was rebuilt (its tokens start again).
         if seen > token and goods_id not in the_plan.seeded:
@@ -156,7 +159,8 @@ def _write_levels(
                 f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
                 f"since this holder (token {token}) acquired"
             )
-        current = write.set_level_fenced(goods_id, level, seen, token, seq, held)
+        seen_seq = int(read.rows[goods_id].ledger_seq)
+        current = write.set_level_fenced(goods_id, level, (seen, seen_seq), token, seq, held)
         if current is None:
             continue
         if current <= token:

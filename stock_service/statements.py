@@ -47,9 +47,16 @@ _LEVEL = {
     "held": stock.c.held + bindparam("held"),
     "updated_at": bindparam("at"),
 }
+# The row as read is its fence and its last ledger entry: a hold that writes a row twice (a
+# split batch) leaves the same fence both times, and only the seq tells a holder that read
+# between the two writes that the row moved (found by the model, -DFENCE_WITHOUT_SEQ).
 WRITE_FENCED = (
     update(stock)
-    .where(stock.c.goods_id == bindparam("g"), stock.c.fence == bindparam("seen"))
+    .where(
+        stock.c.goods_id == bindparam("g"),
+        stock.c.fence == bindparam("seen"),
+        stock.c.ledger_seq == bindparam("seen_seq"),
+    )
     .values(fence=bindparam("token"), **_LEVEL)
 )
 WRITE_UNFENCED = update(stock).where(stock.c.goods_id == bindparam("g")).values(**_LEVEL)

@@ -72,13 +72,22 @@ class StockWrite:
         self.conn.execute(WRITE_UNFENCED, params)
 
     def set_level_fenced(
-        self, goods_id: str, level: int, seen: int, token: int, seq: int, held: int = 0
+        self,
+        goods_id: str,
+        level: int,
+        seen: tuple[int, int],
+        token: int,
+        seq: int,
+        held: int = 0,
     ) -> int | None:
-        """Compare-and-set on the row's fence: writes only if the fence is still `seen`, and
-        moves it to `token`. None when written; else the fence the row has now."""
+        """Compare-and-set on the row as read, `seen`: its fence and its last ledger entry;
+        writes only if both are still those, and moves the fence to `token`. None when
+        written; else the fence the row has now (the same one: moved by this token's own
+        earlier write, or another hold's of it)."""
         params = {
             "g": goods_id,
-            "seen": seen,
+            "seen": seen[0],
+            "seen_seq": seen[1],
             "num": level,
             "token": token,
             "seq": seq,

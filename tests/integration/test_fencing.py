@@ -183,6 +183,28 @@ def test_one_hold_writes_a_row_twice_when_its_batch_is_served_in_two_parts(
     assert [f["num"] for f in store.flows(rest)] == [2]
 
 
+def test_a_holder_that_read_between_two_writes_of_one_hold_reads_again(
+    engine: sa.Engine, store: StockStore
+) -> None:
+    """Found by the model (issue 30, restocks: -DFENCE_WITHOUT_SEQ): a hold that writes a row
+    twice (a split batch) leaves its own token on the row both times. A newer holder that read
+    between the two writes finds the fence it read, and on the fence alone would write its
+    level over the second write: a lost update. The row's ledger seq is in the compare-and-set
+    too, so it reads again."""
+    goods = seeded(store, 5)
+    old = Lease(tokens={goods: 100})
+    first, second, newer = unique("flag"), unique("flag"), unique("flag")
+    assert deduct(store, first, {goods: 1}, old) == []  # the hold's first part: 4, fence 100
+    # The newer holder (token 200) reads 4 and fence 100, and pauses; the old hold's second
+    # part (past its session, unaware) writes 4 - 2 = 2, its own fence 100 left on the row.
+    pause_newer = PauseAt("stop_after_read", lambda: deduct(store, second, {goods: 2}, old))
+    assert deduct(store, newer, {goods: 1}, Lease(tokens={goods: 200}), pause_newer) == []
+    row = store.level(goods)
+    # Fenced on its fence alone, the newer holder would have written 4 - 1 = 3 over the 2.
+    assert (row["num"], row["fence"]) == (1, 200)
+    assert sum(num for _, num, _ in flows_of(engine, goods)) == 5 - row["num"]
+
+
 def test_without_fencing_a_stale_write_still_lands(engine: sa.Engine) -> None:
     unfenced = StockStore(engine)
     goods = seeded(unfenced, 1)

@@ -42,6 +42,20 @@ def test_each_guard_removed_gives_a_counterexample(
     assert len(found.trace) > 3
 
 
+@pytest.mark.parametrize("world", ["restock", "count"])
+def test_the_world_with_an_adjustment_has_no_violation(
+    results: dict[str, Result], world: str
+) -> None:
+    """Issue 30: an admin's restock (or count) under the lock and the fence, interleaved with
+    the orders, their refusals and B's return: the ledger balances, the level says what is
+    there, and a refusal stays one."""
+    intact = results[world]
+    assert intact.completed, "the search ran out of memory: nothing is proved"
+    assert intact.errors == 0, intact.trace
+    # more than the world without the admin: the adjustment really is interleaved
+    assert intact.states > results["intact"].states
+
+
 def test_the_reconciler_fence_alone_is_covered_by_the_status_cas(
     results: dict[str, Result],
 ) -> None:
@@ -84,6 +98,45 @@ def test_an_unrecorded_refusal_lets_a_late_attempt_deduct_after_a_return(
     assert "told[o]!=FAILED" in trace[-1] and "flows[o]==0" in trace[-1]
 
 
+def test_a_fence_without_the_seq_lets_a_newer_holder_write_over_a_split_batch(
+    results: dict[str, Result],
+) -> None:
+    """Issue 30, found by the restock world: a stale hold writes the row (the restock), a newer
+    holder reads it (its fence, the stale token), the stale hold's second part writes it again
+    under the same token, and the newer holder's write, matched on the fence alone, lands over
+    that second write: a lost update, the ledger unbalanced."""
+    found = results["FENCE_WITHOUT_SEQ"]
+    assert found.errors > 0, "FENCE_WITHOUT_SEQ: no counterexample"
+    trace = found.trace
+    _, paused = step_index(trace, r"worker (\d) is paused past its session")
+    stale = paused.group(1)
+    newer = "1" if stale == "2" else "2"
+    first, _ = step_index(trace, rf"worker {stale} writes the adjustment with token 1")
+    read, _ = step_index(trace, rf"worker {newer} reads for order \w: stock 3, row fence 1")
+    second, _ = step_index(trace, rf"worker {stale} serves attempt \d of order \w as the second")
+    landed, _ = step_index(trace, rf"worker {stale} commits order \w with token 1")
+    over, _ = step_index(trace, rf"worker {newer} commits order \w with token 2")
+    # the newer holder read between the stale hold's two writes, and wrote last
+    assert first < read < landed < over and second < landed
+    assert found.violation.startswith("assertion violated")
+    assert "adjusted" in trace[-1] and "flows[0]" in trace[-1]  # the ledger's balance, I1
+
+
+def test_an_unfenced_adjustment_writes_over_a_deduction(results: dict[str, Result]) -> None:
+    """The adjustment's level written last-writer-wins: it read the level before a stale
+    holder's deduction landed, and writes its restock on that read over the deduction."""
+    found = results["ADJUST_UNFENCED"]
+    assert found.errors > 0, "ADJUST_UNFENCED: no counterexample"
+    trace = found.trace
+    read, level = step_index(trace, r"reads for the adjustment: stock (\d)")
+    sold, after = step_index(trace, r"commits order \w with token \d+: stock (\d)")
+    wrote, write = step_index(trace, r"writes the adjustment with token \d+: stock (\d) -> (\d)")
+    assert read < sold < wrote
+    # written on its read, not on the level the deduction left
+    assert write.group(1) == level.group(1) != after.group(1)
+    assert "adjusted" in trace[-1] and "flows[0]" in trace[-1]  # the ledger's balance, I1
+
+
 def test_intact_the_late_attempt_runs_and_finds_the_refusal_recorded() -> None:
     """The same story is reachable in the intact model, and there the late attempt reads the
     flag decided refused with the stock back, and deducts nothing (a probe, WITNESS_LATE_
@@ -98,6 +151,48 @@ def test_intact_the_late_attempt_runs_and_finds_the_refusal_recorded() -> None:
     told, _ = step_index(trace, r"order A: the buyer is told FAILED")
     late, _ = step_index(trace, r"reads for order A: stock 2, row fence \d+, decision REFUSED")
     assert refused < returned < late and told < late
+    assert not any("commits order A" in step for step in trace)
+
+
+def test_a_count_applied_at_a_level_it_did_not_expect_undoes_a_sale(
+    results: dict[str, Result],
+) -> None:
+    """The count read the level and counted the shelf; a deduction lands before its write;
+    applied anyway, it sets the level to what was counted before the sale. The ledger balances
+    (its entry's delta is against the level under the lock): what breaks is that the level
+    says what is there."""
+    found = results["CAS_IGNORES_EXPECTED"]
+    assert found.errors > 0, "CAS_IGNORES_EXPECTED: no counterexample"
+    trace = found.trace
+    counted, count = step_index(trace, r"the admin reads stock (\d), counts (\d)")
+    sold, _ = step_index(trace, r"commits order \w with token \d+: stock (\d)")
+    wrote, write = step_index(trace, r"writes the adjustment with token \d+: stock (\d) -> (\d)")
+    assert counted < sold < wrote
+    assert write.group(1) != count.group(1)  # the level moved since the admin read it
+    assert write.group(2) == count.group(2)  # and the count was written all the same
+    assert "unentered" in trace[-1] and "arrived" in trace[-1]  # not the ledger's balance
+
+
+def test_intact_a_refusal_stays_one_when_a_restock_brings_the_stock_back() -> None:
+    """The story of issue 28 with a restock in place of the return: A refused while B holds
+    the stock, a unit restocked, and an attempt of A still to run, which reads the refusal
+    recorded with the stock there (a probe, WITNESS_LATE_ATTEMPT_RESTOCK, asserts this state
+    is never reached: spin reaching it is the witness) and deducts nothing."""
+    probe = Variant(
+        "WITNESS_LATE_ATTEMPT_RESTOCK",
+        ("RESTOCK", "WITNESS_LATE_ATTEMPT_RESTOCK"),
+        False,
+        "a probe",
+    )
+    witness = check_variant(probe)
+    assert witness.errors > 0, "the late attempt after a refusal and a restock is unreachable"
+    trace = witness.trace
+    refused, _ = step_index(trace, r"records order A refused \(stock [01]\)")
+    restocked, _ = step_index(trace, r"writes the adjustment with token \d+: stock \d -> \d")
+    told, _ = step_index(trace, r"order A: the buyer is told FAILED")
+    late, _ = step_index(trace, r"reads for order A: stock [1-9], row fence \d+, decision REFUSED")
+    assert refused < late and restocked < late and told < late
+    assert not any("returns order B" in step for step in trace)
     assert not any("commits order A" in step for step in trace)
 
 

@@ -1,0 +1,67 @@
+"""Each action of the protocol's model (model/protocol.pml), and the function of the code that
+does it: the map docs/model.md prints, kept apart from the runner (inventory/model_check.py)."""
+
+from __future__ import annotations
+
+# tests/unit/test_model_map.py imports each, so a rename or a removal in the code shows up here.
+ACTIONS: dict[str, str] = {
+    "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
+    "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
+    "take the lock, with a token per name": "shared.locks.zookeeper_claim.ZooKeeperClaim.wait",
+    "the token of a held name": "shared.locks.base.Lease.token_for",
+    "read the level, the row's fence and the decided flags": (
+        "stock_service.store.StockStore.read_batch"
+    ),
+    "plan: decide each request against the running level": "stock_service.batch.plan",
+    "fence compare-and-set on the stock row": "stock_service.store.StockWrite.set_level_fenced",
+    "fence refused (newer holder) or overtaken (older holder)": (
+        "stock_service.decide._write_levels"
+    ),
+    "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
+    "insert the flow rows (unique flag, goods id)": "stock_service.store.StockWrite.add_flows",
+    "insert the decision rows (primary key flag)": "stock_service.store.StockWrite.add_decisions",
+    "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
+    "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
+    "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
+    "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
+    "write the flag": "order_service.batching.OrderBatches.write_flags",
+    "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
+    "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
+    "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
+    "finish: compare-and-set from PENDING, answer from the row": (
+        "order_service.transitions.finish"
+    ),
+    "a decision becomes a status": "order_service.settlement.decided_status",
+    "pay a hold": "order_service.transitions.pay",
+    "record a refusal for lack of stock: a decision row refused (primary key flag)": (
+        "stock_service.store.StockWrite.add_decisions"
+    ),
+    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.batch.plan",
+    "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
+        "order_service.cancellation.Cancellation.cancel"
+    ),
+    "the return answered: CANCELLING -> CANCELLED (compare-and-set)": (
+        "order_service.cancellation.Cancellation.return_stock"
+    ),
+    "return a flag's stock: no decision, voided; deducted, to the lock": (
+        "stock_service.deduction.StockDeduction.cancel"
+    ),
+    "the decision's compare-and-set deducted -> returned": (
+        "stock_service.store.StockWrite.mark_returned"
+    ),
+    "fenced write: the row's fence and its ledger seq as read": (
+        "stock_service.store.StockWrite.set_level_fenced"
+    ),
+    "an adjustment: to the lock, batched with the orders' requests": (
+        "stock_service.deduction.StockDeduction.adjust"
+    ),
+    "plan an adjustment: a count stale unless the level is the one expected": (
+        "stock_service.batch._adjust"
+    ),
+    "write the adjustment's ledger row": "stock_service.store.StockWrite.add_adjustments",
+    "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
+    "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
+    "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
+    "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
+    "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
+}
