@@ -1,12 +1,13 @@
-# The two commands of the README: `make demo` and `make test`. Each sets up what is missing:
-# the virtual environment, this package, and (as root, via apt-get) the servers it starts
-# (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also chromium and prometheus).
+# The two commands of the README: `make demo` and `make test` (`make test-quick` runs a part of
+# it). Each sets up what is missing: the virtual environment, this package, and (as root, via
+# apt-get) the servers it starts (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also
+# chromium and prometheus).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint model servers up up-monitoring down clean constraints cluster-up cluster-down chaos
+.PHONY: demo test test-quick lint model servers up up-monitoring down clean constraints cluster-up cluster-down chaos
 
 # constraints.txt pins every package to the version the tests passed with.
 $(STAMP): pyproject.toml constraints.txt
@@ -39,6 +40,18 @@ demo: $(STAMP) servers
 test: $(STAMP)
 	@scripts/ensure-servers.sh --test
 	$(BIN)/pytest
+
+# The product's unit and integration tests in a few minutes, while changing the code: the tests
+# run once per database on SQLite only (QUICK_DATABASES=sqlite,postgresql for more), in 4
+# processes (most of a test's time is waiting, not CPU), the API contract's fuzzing with 10
+# cases per operation and phase rather than 40, without the model check (`make model`) and the
+# end-to-end tests (gunicorn, the cluster). `make test` still runs everything, as CI does;
+# docs/getting-started.md says what is left out.
+QUICK_DATABASES ?= sqlite
+test-quick: $(STAMP)
+	@scripts/ensure-servers.sh
+	SCHEMATHESIS_MAX_EXAMPLES=10 $(BIN)/pytest -n 4 tests/unit tests/integration \
+		--databases $(QUICK_DATABASES) --deselect tests/unit/test_model_check.py
 
 # The model of the protocol (model/protocol.pml), checked by spin with every guard removed in
 # turn; `make test` runs it too (tests/unit/test_model_check.py).

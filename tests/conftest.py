@@ -139,6 +139,32 @@ def settings(database_url: str, zk_server: ServerProcess, redis_server: ServerPr
     return make_settings(database_url, zk_server, redis_server)
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--databases",
+        default=",".join(BACKENDS),
+        help="the SQL backends the tests parametrised over `database_url` run on, comma-"
+        "separated (default: all of them); `make test-quick` runs SQLite only",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With --databases, the tests of the other backends are deselected (said in the summary,
+    as `N deselected`), and their database servers are never asked for."""
+    chosen = [b for b in config.getoption("--databases").split(",") if b]
+    unknown = set(chosen) - set(BACKENDS)
+    if unknown or not chosen:
+        raise pytest.UsageError(f"--databases: choose among {', '.join(BACKENDS)}")
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        on = params.get("database_url")
+        (drop if on is not None and on not in chosen else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> None:
     """When a test fails, show the last lines of the servers' logs (as kazoo's tests do)."""
     if call.when == "call" and call.excinfo is not None:

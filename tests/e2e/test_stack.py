@@ -17,11 +17,16 @@ from pathlib import Path
 
 import httpx
 import pytest
+import sqlalchemy as sa
+from kazoo.client import KazooClient
 
 from inventory.local import homes, stack_state
 from inventory.local.client import lock_call_timeout, order_call_timeout, stack_settings
 from inventory.local.servers import pid_alive
+from order_service.reconciler import ELECTION_PATH
+from order_service.tables import orders
 from shared.settings import Settings
+from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -127,12 +132,28 @@ def test_up_runs_two_reconcilers_of_which_one_is_elected(
     def elected() -> list[str]:
         return [p.name for p in logs if " elected " in p.read_text(errors="replace")]
 
-    deadline = time.monotonic() + 30
-    while not elected() and time.monotonic() < deadline:
-        time.sleep(0.2)
-    time.sleep(1.0)  # time enough for a second, wrong, election to show
-    assert len(elected()) == 1, [p.read_text() for p in logs]
-    assert all(" campaigning " in p.read_text() for p in logs)
+    zk = KazooClient(hosts=running_stack.zk_hosts)
+    zk.start(timeout=10)
+    try:
+        # Both in the election's queue in ZooKeeper (each reconciler's node holds its name), and
+        # one of them elected. Rather than a second's sleep for a wrong election to show, the
+        # state is checked: the standby is queued (it has campaigned), it is not elected, and
+        # the one elected is the head of the queue.
+        def contenders() -> list[str]:
+            path = ELECTION_PATH
+            nodes = sorted(zk.get_children(path), key=lambda n: n[-10:]) if zk.exists(path) else []
+            return [zk.get(f"{path}/{n}")[0].decode() for n in nodes]
+
+        wait_for(lambda: len(contenders()) == 2 and elected(), "two contenders, one elected", 60)
+        queue = contenders()
+    finally:
+        zk.stop()
+        zk.close()
+    texts = {p.name: p.read_text() for p in logs}
+    assert len(elected()) == 1, texts
+    # The one elected is the head of the queue; the other campaigns behind it.
+    assert f"{queue[0]} elected " in texts[elected()[0]], (queue, texts)
+    assert all(" campaigning " in text for text in texts.values())
 
 
 def test_status_reports_the_running_stack_as_json(running_stack: stack_state.StackState) -> None:
@@ -200,7 +221,17 @@ def start_loadtest(home: Path) -> tuple[subprocess.Popen[str], Path, stack_state
 
 def test_a_load_test_stopped_with_sigterm_stops_its_stack(tmp_path: Path) -> None:
     process, own, state = start_loadtest(tmp_path)
-    time.sleep(1)  # orders under way
+    # Stopped with orders under way: the first of them is in the stack's order database.
+    engine = sa.create_engine(state.order_database_url)
+    try:
+
+        def an_order() -> bool:
+            with engine.connect() as conn:
+                return conn.execute(sa.select(sa.func.count()).select_from(orders)).scalar_one() > 0
+
+        wait_for(an_order, "the load test's first order", 60, interval=0.1)
+    finally:
+        engine.dispose()
     process.send_signal(signal.SIGTERM)
     output = process.communicate(timeout=60)[0]
     assert process.returncode == 143, output
@@ -247,10 +278,7 @@ def test_a_zookeeper_restart_under_two_reconcilers_still_settles_a_leftover_orde
     order settled; ZooKeeper stopped and started again on its data within two seconds
     (sessions survive); another leftover must be settled too. Before, the leader logged
     `not the leader any more` and no reconciler ever passed again."""
-    import sqlalchemy as sa
-
     from inventory.local.servers import start_zookeeper
-    from order_service.tables import orders
 
     home = tmp_path / "stack"
     # The leftover orders are made by the test, with no request at work: a reconciler may take

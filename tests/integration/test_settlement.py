@@ -238,8 +238,11 @@ def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_boun
             report = reconcile(
                 store, stock, timedelta(0), flags=flags, void_after=timedelta(minutes=5)
             )
-        assert report.confirmed == [kept.json["orderId"]], report
-        assert report.failed == [dropped.json["orderId"]], report
+        # The pass settles every PENDING order of the database: the tests share one per
+        # backend and never clean up, so another test's leftover may be in the report too.
+        mine = {kept.json["orderId"], dropped.json["orderId"]}
+        assert [o for o in report.confirmed if o in mine] == [kept.json["orderId"]], report
+        assert [o for o in report.failed if o in mine] == [dropped.json["orderId"]], report
         assert s.order.get(f"/orders/{kept.json['orderId']}").json["status"] == "CONFIRMED"
         assert s.level(goods) == 4
         order_id = dropped.json["orderId"]

@@ -9,32 +9,56 @@ from pathlib import Path
 
 import pytest
 import redis as redis_lib
+import sqlalchemy as sa
+from alembic.script import ScriptDirectory
 
+import migrations
 import stock_service
 from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
+from shared.locks import tables as lock_tables
 from shared.locks.zookeeper import ZooKeeperLocks
 from shared.settings import Settings
 from shared.startup import SchemaOutOfDate
+from stock_service import tables as stock_tables
 from tests.conftest import make_settings, unique
 from tests.helpers import held_by_another_thread, running_services
 
 
+# These two start on an empty SQLite file of their own: they need no database of the session
+# (so they run once, not once per backend).
 def test_a_service_refuses_to_start_on_an_unmigrated_database(
-    tmp_path: Path, settings: Settings
+    tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess
 ) -> None:
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
     with pytest.raises(SchemaOutOfDate, match="inventory migrate"):
-        stock_service.create_app(settings.with_(stock_database_url=empty))
+        stock_service.create_app(make_settings(empty, zk_server, redis_server))
 
 
-def test_migrate_on_start_brings_the_database_to_head(tmp_path: Path, settings: Settings) -> None:
+def test_migrate_on_start_brings_the_database_to_head(
+    tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess
+) -> None:
     empty = f"sqlite:///{tmp_path / 'empty.db'}"
-    app = stock_service.create_app(settings.with_(stock_database_url=empty, migrate_on_start=True))
+    settings = make_settings(empty, zk_server, redis_server, migrate_on_start=True)
+    app = stock_service.create_app(settings)
     try:
-        assert app.test_client().get("/stock/anything").status_code == 404  # tables exist
+        assert app.test_client().get("/stock/anything").status_code == 404  # served, not a 500
     finally:
         app.extensions["stock"].close()
+    # At head, not part of the way: the stock history's version table holds its head revision,
+    # and every table the service's code uses (its own and the database lock's) exists.
+    engine = sa.create_engine(empty)
+    try:
+        with engine.connect() as conn:
+            version_table = sa.table(migrations.version_table("stock"), sa.column("version_num"))
+            revisions = conn.execute(sa.select(version_table.c.version_num)).scalars().all()
+        tables = set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()
+    script = ScriptDirectory.from_config(migrations.alembic_config(empty, "stock"))
+    assert set(revisions) == set(script.get_heads())
+    expected = set(stock_tables.metadata.tables) | set(lock_tables.metadata.tables)
+    assert expected <= tables, expected - tables
 
 
 def test_a_lock_held_too_long_ends_in_a_503_and_keeps_the_flag(settings: Settings) -> None:

@@ -19,6 +19,7 @@ from inventory import scenarios
 from inventory.chaos import nemesis
 from inventory.cli import build_parser
 from shared.settings import LOCK_BACKENDS, LOCK_SCOPES
+from tests.conftest import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]
 README = ROOT / "README.md"
@@ -97,6 +98,11 @@ def test_every_command_the_pages_show_parses(page: str, command: str) -> None:
         assert argv[0] in make_targets(), f"{page}: `{command}`: no such make target"
         for setting in argv[1:]:
             variable, _, value = setting.partition("=")
+            if variable == "QUICK_DATABASES":  # make test-quick QUICK_DATABASES=sqlite,postgresql
+                assert argv[0] == "test-quick", f"{page}: `{command}`"
+                unknown = set(value.split(",")) - set(BACKENDS)
+                assert not unknown, f"{page}: `{command}`: no such database {unknown}"
+                continue
             assert variable == "SCENARIO", f"{page}: `{command}`"
             assert value in ("herd", *scenarios.NAMES), f"{page}: `{command}`: no such scenario"
         return
@@ -119,7 +125,7 @@ def test_every_command_the_pages_show_parses(page: str, command: str) -> None:
 def test_the_pages_show_commands_at_all() -> None:
     """A guard on the extraction above: it must find the commands it is meant to check."""
     found = {command for _, command in shown()}
-    assert "make demo" in found and "make test" in found
+    assert "make demo" in found and "make test" in found and "make test-quick" in found
     assert any(c.startswith(".venv/bin/inventory loadtest") for c in found)
     assert any(c.startswith("inventory chaos --no-fencing") for c in found)
 

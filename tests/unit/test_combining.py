@@ -6,12 +6,14 @@ import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pytest
 
 from shared import combining
 from shared.combining import BatchHandle, Combiner
 from shared.locks import LockTimeout
+from tests.waiting import wait_for
 
 
 class Recorder:
@@ -38,6 +40,15 @@ class Recorder:
         return [self.answer(item) for item in items]
 
 
+def is_in(
+    combiner: Combiner[int, object],
+    results: dict[int, object],
+    item: int,
+    arrived: tuple[bool, int],
+) -> bool:
+    return item in results or combiner.backlog("k") == arrived
+
+
 def submit_in_order(
     combiner: Combiner[int, object], items: list[int]
 ) -> tuple[dict[int, object], list[threading.Thread]]:
@@ -52,10 +63,15 @@ def submit_in_order(
 
     threads = []
     for item in items:
+        # The order of arrival is what the tests check (who leads, what each batch holds), so
+        # the next request starts only once this one is in: leading an idle lane, or queued
+        # behind the running batch (or answered already).
+        busy, queued = combiner.backlog("k")
+        arrived = (True, queued + 1) if busy else (True, 0)
         thread = threading.Thread(target=one, args=(item,), name=f"req-{item}")
         thread.start()
         threads.append(thread)
-        time.sleep(0.02)  # let it reach the queue before the next one
+        wait_for(partial(is_in, combiner, results, item, arrived), f"request {item} in the lane")
     return results, threads
 
 
@@ -141,20 +157,23 @@ def test_a_request_still_queued_at_its_deadline_times_out_alone() -> None:
 
 
 def test_a_detached_batch_lets_the_next_one_run_while_it_still_waits() -> None:
-    release = threading.Event()
+    detached, release = threading.Event(), threading.Event()
 
     def runner(
         key: Hashable, items: Sequence[int], handle: BatchHandle[int, object]
     ) -> list[object]:
         if items[0] == 1:
             handle.detach()  # e.g. a batch left waiting for a lock that does not come
+            detached.set()
             assert release.wait(10)
         return list(items)
 
     combiner = Combiner[int, object](runner, batch_max=8)
     with ThreadPoolExecutor(2) as pool:
         slow = pool.submit(combiner.submit, "k", 1, 10)
-        time.sleep(0.05)
+        # Request 2 must come after 1's batch has detached (sent first, it would simply run
+        # first and prove nothing); undetached, it would queue until the release: no answer.
+        assert detached.wait(10)
         assert pool.submit(combiner.submit, "k", 2, 10).result(5) == 2
         release.set()
         assert slow.result(5) == 1
@@ -216,9 +235,10 @@ def test_each_member_of_a_batch_keeps_its_own_deadline() -> None:
         threading.Thread(target=lambda i=i, t=t: done.update({i: combiner.submit("k", i, t)}))
         for i, t in ((2, 5.0), (3, 30.0))
     ]
-    for thread in threads:
+    for queued, thread in enumerate(threads, start=1):
         thread.start()
-        time.sleep(0.02)
+        # 2 before 3: seen[1] is read in arrival order.
+        wait_for(lambda n=queued: combiner.backlog("k") == (True, n), "the request queued")
     runner.go_on.set()
     for thread in first + threads:
         thread.join(10)
@@ -248,9 +268,7 @@ def test_a_member_answered_early_is_told_before_the_batch_ends() -> None:
     assert blocker.first_running.wait(5)
     results, rest = submit_in_order(combiner, [2, 3])
     blocker.go_on.set()
-    deadline = time.monotonic() + 5
-    while 3 not in results and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(lambda: 3 in results, "request 3 answered")
     assert results.get(3) == 30 and 2 not in results  # 3 answered while 2's batch still runs
     release.set()
     for thread in first + rest:
