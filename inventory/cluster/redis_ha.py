@@ -11,6 +11,8 @@ service writes the flag again and retries (docs/flow.md: a flag Redis lost).
 ACL users (Redis 7; `default` is off, so a client without a password is refused everything):
 - order: SET and DEL, on keys shaped like order ids (they start with 13 digits of Unix
   milliseconds, shared/ids.py); the order service writes and removes flags and nothing else;
+- reconciler: SET on the same keys (an undecided order's flag written again before its
+  deduction is retried);
 - stock: reads and deletes flags, and keeps its own keys (`inventory:*`: Redis locks, their
   fence counter, fault switches) with the commands its lock scripts run;
 - sentinel: what Redis's documentation lists for a sentinel (INFO, ROLE, REPLICAOF, CONFIG
@@ -37,6 +39,8 @@ ORDER_KEYS = "~[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]
 STOCK_KEYS = f"{ORDER_KEYS} ~inventory:*"
 PERMISSIONS = {
     "order": f"{ORDER_KEYS} resetchannels -@all +ping +set +del",
+    # writes an undecided order's flag again (SET), removes none
+    "reconciler": f"{ORDER_KEYS} resetchannels -@all +ping +set",
     "stock": (
         f"{STOCK_KEYS} resetchannels -@all +ping +exists +get +set +del +incr "
         "+decr +pexpire +pttl +time +wait +eval +evalsha +script|load +script|exists"
