@@ -110,6 +110,7 @@ def up(
     secrets = Secrets()
     secrets.tls_ca = str(tls.make_for_postgres(home) / tls.CA)
     tls.make_for_redis(home)
+    tls.make_for_zookeeper(home)
     for role in ("stock", "order", "reconciler"):  # what a replica would refuse, refused now
         Settings.from_env({**nodes.base_env(overrides), **secrets.env_for(role)})
     say(f"credentials in {secrets.save(home)} (0600)")

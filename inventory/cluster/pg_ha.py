@@ -12,12 +12,11 @@ program logs in as.
 - ttl 4 s, loop 1 s, retry_timeout 1 s (TIMING): a dead primary's leader key goes with its
   ZooKeeper session (the ttl), and the standby is promoted about 5 s after the death (10-12 s
   with the ttl 10 / loop 2 / retry 4 used before). Patroni's rule loop_wait + 2 * retry_timeout
-  <= ttl holds (1 + 2 <= 4): the primary gets a loop and two tries at the store before its
-  leadership lapses. Debian's Patroni 3.0.2 takes these as they are (its validator asks for
+  <= ttl holds (1 + 2 <= 4). Debian's Patroni 3.0.2 takes these as they are (its validator asks for
   integers only); Patroni 3.2.0 and later raise ttl to at least 20 and retry_timeout to at least
   3 with a warning, which is why `cluster up` reads the values back (timing_applied).
-- TLS (tls.py): every TCP connection encrypted, the server checked by its clients against the
-  cluster's CA (`sslmode=verify-full`); `hostssl` lines, so a login without TLS is refused.
+- TLS (tls.py): every TCP connection encrypted, the server checked against the cluster's CA
+  (`sslmode=verify-full`), a login without TLS refused (`hostssl`); ZooKeeper over TLS too.
 - pg_hba: scram-sha-256 for every TCP login. The services' roles only from the load balancers
   (they reach PostgreSQL through haproxy), each only to its own database; the superuser only
   from the database hosts (Patroni, pg_rewind) and the operator's console (the bridge's own
@@ -90,6 +89,7 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
     # Patroni's own connections to the other host (replication, rewind) check it too.
     local = {"unix_socket_directories": str(folder)}
     checked: dict[str, str] = {}
+    zk_tls: dict[str, Any] = {}
     if with_tls:
         local |= {
             "ssl": "on",
@@ -97,6 +97,8 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
             "ssl_key_file": str(folder / tls.KEY),
         }
         checked = {"sslmode": "verify-full", "sslrootcert": str(folder / tls.CA)}
+        # ZooKeeper's secure port, the ensemble checked against the CA (its copy here too)
+        zk_tls = {"use_ssl": True, "verify": True, "cacert": str(folder / tls.CA)}
 
     def login(role: str) -> dict[str, str]:
         return {"username": role, "password": secrets.pg[role], **checked}
@@ -114,7 +116,8 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
             "authentication": {"username": "patroni", "password": secrets.patroni_api},
         },
         "zookeeper": {
-            "hosts": [f"{h.address}:{topology.ZK_PORT}" for h in topology.by_role("zookeeper")]
+            "hosts": [f"{h.address}:{topology.ZK_PORT}" for h in topology.by_role("zookeeper")],
+            **zk_tls,
         },
         "bootstrap": {
             "dcs": {

@@ -73,6 +73,11 @@ class Secrets:
     def zk_auth(self, identity: str) -> str:
         return f"{identity}:{self.zk[identity]}"
 
+    def zk_tls(self) -> dict[str, str]:
+        """ZooKeeper over TLS, the ensemble checked against the cluster's CA (its secure port
+        is the only one; no client certificate: the digest identity is the login)."""
+        return {"ZK_CA_FILE": self.tls_ca} if self.tls_ca else {}
+
     def redis_url(self, user: str) -> str:
         sentinels = ",".join(f"{h.address}:{topology.SENTINEL_PORT}" for h in topology.SENTINELS)
         # With TLS (tls.py): rediss, the sentinels and Redis checked against the cluster's CA.
@@ -101,6 +106,7 @@ class Secrets:
                 "ADMIN_TOKEN": self.admin_token,  # its admin routes (PUT /stock)
                 "STOCK_SERVICE_TOKEN": self.stock_service_token,
                 "ZK_AUTH": self.zk_auth("stock"),
+                **self.zk_tls(),
                 "REDIS_URL": self.redis_url("stock"),
                 "STOCK_DATABASE_URL": self.database_url("stock", "stock"),
             }
@@ -114,6 +120,7 @@ class Secrets:
             return {
                 "STOCK_SERVICE_TOKEN": self.stock_service_token,
                 "ZK_AUTH": self.zk_auth("reconciler"),
+                **self.zk_tls(),
                 # It writes an undecided order's flag again before it retries the deduction;
                 # without its own URL it looked for Redis on localhost and never could.
                 "REDIS_URL": self.redis_url("reconciler"),
