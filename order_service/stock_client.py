@@ -17,6 +17,7 @@ retried like a deduction.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -40,6 +41,21 @@ log = logging.getLogger(__name__)
 
 # What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
 KEEPALIVE_SECONDS = 2.0  # below gunicorn's keep-alive (inventory/local/gunicorn.py: 5 s)
+# TCP keepalive probes after 1 s of silence. A call in flight through a load balancer that
+# dies with its host sends nothing more, so nothing tells it: it would wait out the whole call
+# timeout (4 s in the cluster) before its retry. The first probe after the other balancer took
+# the address over is answered with a reset (it has no such connection): the attempt fails at
+# once and is retried within the same budget. A live peer answers probes; a slow call is not cut.
+PROBES = [
+    (socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, 1),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, 1),
+    (socket.IPPROTO_TCP, socket.TCP_KEEPCNT, 3),
+]
+
+
+def _probing(limits: httpx.Limits) -> httpx.HTTPTransport:
+    return httpx.HTTPTransport(limits=limits, socket_options=PROBES)
 
 
 def _nothing() -> None:
@@ -62,12 +78,12 @@ class StockClient:
         # for each cost the order path a TCP handshake and a request more of parsing on both
         # sides: measured, about 0.5 ms of stack CPU per order); the pool lets a connection go
         # after 2 s idle, before gunicorn does (its keep-alive is 5 s), so the two never race.
+        kept = httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS)
         self.http = httpx.Client(
             base_url=base_url,
             headers=credentials,
             timeout=timeout,
-            transport=transport,
-            limits=httpx.Limits(keepalive_expiry=KEEPALIVE_SECONDS),
+            transport=transport or _probing(kept),  # a test's own transport: as it is
         )
         # A retry takes a fresh connection: it must not ride a kept-alive connection to the
         # worker that stalled (a paused process accepts nothing new but holds what it had).
@@ -76,8 +92,7 @@ class StockClient:
             base_url=base_url,
             headers=credentials,
             timeout=timeout,
-            transport=transport,
-            limits=httpx.Limits(max_keepalive_connections=0),
+            transport=transport or _probing(httpx.Limits(max_keepalive_connections=0)),
         )
         self.policy = policy
         self.sleep = sleep

@@ -31,6 +31,21 @@ class DatabaseUnavailable(DependencyUnavailable):
         return f"{self} unavailable"
 
 
+# libpq's TCP keepalives, probed after 2 s of silence. A query in flight when the load
+# balancer it went through dies (a host's death: no FIN, no RST) waits for an answer that never
+# comes, and sends nothing that the balancer taking the address over could refuse; with the
+# system's keepalive (2 h) its worker thread would wait that long. The first probe
+# after the address moved is answered with a reset (the survivor has no such connection), so
+# the query fails within about 2-3 s and the request's own retry or 503 follows. A live
+# balancer answers the probes, so a long query is never cut by them.
+TCP_KEEPALIVES = {
+    "keepalives": 1,
+    "keepalives_idle": 2,
+    "keepalives_interval": 1,
+    "keepalives_count": 3,
+}
+
+
 def make_engine(url: str, application: str | None = None, **kwargs: Any) -> Engine:
     """An engine tuned for several threads and processes writing the same rows.
 
@@ -53,7 +68,7 @@ def make_engine(url: str, application: str | None = None, **kwargs: Any) -> Engi
         # so the read inside the lock sees what the previous holder wrote.
         kwargs.setdefault("isolation_level", "READ COMMITTED")
     elif parsed.get_backend_name() == "postgresql":
-        kwargs.setdefault("connect_args", {"connect_timeout": 5})
+        kwargs.setdefault("connect_args", {"connect_timeout": 5, **TCP_KEEPALIVES})
         if application:
             engine = create_engine(url, **kwargs)
             _name_connections(engine, application)

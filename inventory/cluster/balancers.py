@@ -10,11 +10,12 @@ Each haproxy routes
 
 keepalived on both hosts elects which holds VIP: lb1 by priority at start, then whichever holds
 it while its haproxy answers (its track script connects to haproxy's own monitor port; no
-preemption); when the holder dies or its haproxy does, the other takes the address over within a
-couple of VRRP adverts (1 s apart) and announces it (gratuitous ARP). Unicast VRRP between the
-two hosts' own addresses, as a bridge of namespaces carries it like any LAN. Every client (the
-buyers, the order service calling the stock service, the services' database connections) uses
-VIP.
+preemption); when the holder dies or its haproxy does, the other takes the address over once
+three VRRP adverts are missed (VRRP version 3, adverts ADVERT_INT apart: under a second, where
+version 2's whole-second adverts took about 3.5 s) and announces it (gratuitous ARP).
+Unicast VRRP between the two hosts' own addresses, as a bridge of namespaces carries it like
+any LAN. Every client (the buyers, the order service calling the stock service, the services'
+database connections) uses VIP.
 """
 
 from __future__ import annotations
@@ -26,6 +27,18 @@ from inventory.cluster.topology import Host
 
 MONITOR_PORT = 8404  # haproxy's own liveness (monitor-uri), what keepalived tracks
 VRRP_ROUTER_ID = 77
+# VRRP version 3 counts adverts in centiseconds. The backup takes over after 3 adverts and a
+# skew (3.6 x 0.25 = 0.9 s); shorter would make a starved keepalived (2 loaded cores) hand the
+# address over to a live peer, a gap of its own.
+ADVERT_INT = 0.25
+# The checks of Patroni's GET /primary: every 0.5 s, up after 1 success (a promoted standby
+# takes the traffic at once), down after 4 failures in a row (2 s). A dead Patroni is down
+# after 2 s whatever its connections do (they died with its host). A primary cut off from
+# ZooKeeper answers 503 if its Patroni, blocked on the lost ensemble, renews its leadership
+# (through failsafe mode) later than the ttl; `fall 4` rides such a moment out rather than
+# cutting every session to a primary that stays one (docs/cluster.md, how long a failover
+# takes).
+PG_CHECK = "inter 500ms fall 4 rise 1"
 
 
 def haproxy_config(lb: Host, folder: Path) -> Path:
@@ -53,7 +66,7 @@ def haproxy_config(lb: Host, folder: Path) -> Path:
         "    timeout client 30m\n    timeout server 30m\n"
         # OPTIONS, as Patroni's documentation has it: the status alone, no body to cut off.
         "    option httpchk OPTIONS /primary\n    http-check expect status 200\n"
-        "    default-server inter 1s fall 2 rise 1 on-marked-down shutdown-sessions\n" + databases
+        f"    default-server {PG_CHECK} on-marked-down shutdown-sessions\n" + databases
     )
     path = folder / "haproxy.cfg"
     path.write_text(
@@ -72,6 +85,7 @@ def keepalived_config(lb: Host, folder: Path) -> Path:
     path.write_text(
         "global_defs {\n"
         f"    router_id {lb.name}\n    enable_script_security\n    script_user root\n"
+        "    vrrp_version 3\n"  # sub-second adverts (version 2 counts whole seconds)
         "}\n"
         "vrrp_script haproxy_alive {\n"
         f"    script \"/bin/bash -c '{alive}'\"\n"
@@ -82,7 +96,8 @@ def keepalived_config(lb: Host, folder: Path) -> Path:
         # that serves (that would be a second, needless gap); priority only breaks the tie
         # at start.
         "    state BACKUP\n    nopreempt\n    interface eth0\n"
-        f"    virtual_router_id {VRRP_ROUTER_ID}\n    priority {priority}\n    advert_int 1\n"
+        f"    virtual_router_id {VRRP_ROUTER_ID}\n    priority {priority}\n"
+        f"    advert_int {ADVERT_INT}\n"
         f"    unicast_src_ip {lb.address}\n"
         "    unicast_peer {\n" + "".join(f"        {p.address}\n" for p in peers) + "    }\n"
         f"    virtual_ipaddress {{\n        {topology.VIP}/24 dev eth0\n    }}\n"

@@ -110,6 +110,7 @@ def up(
     secrets = Secrets()
     secrets.tls_ca = str(tls.make_for_postgres(home) / tls.CA)
     tls.make_for_redis(home)
+    tls.make_for_zookeeper(home)
     for role in ("stock", "order", "reconciler"):  # what a replica would refuse, refused now
         Settings.from_env({**nodes.base_env(overrides), **secrets.env_for(role)})
     say(f"credentials in {secrets.save(home)} (0600)")
@@ -168,6 +169,8 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     migrations.upgrade(secrets.database_url("stock", "stock"), "stock")
     pg_ha.grant_reconciler(secrets)
     wait_until(pg_ha.replicated, 120, "a synchronous PostgreSQL standby", interval=0.5)
+    if not pg_ha.timing_applied():  # a newer Patroni raises short timings: say so, loudly
+        say(f"WARNING: Patroni does not run with {pg_ha.TIMING}: failovers will be slower")
     wait_until(
         partial(redis_ha.replicated, secrets), 60, "Redis replica and sentinels", interval=0.5
     )

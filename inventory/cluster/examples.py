@@ -12,7 +12,7 @@ import json
 import tempfile
 from pathlib import Path
 
-from inventory.cluster import balancers, pg_ha, redis_ha, topology, zk_acl
+from inventory.cluster import balancers, pg_ha, redis_ha, tls, topology, zk_acl
 from inventory.cluster.secrets import PG_ROLES, REDIS_USERS, ZK_IDENTITIES, Secrets
 
 ROOT = Path("/var/lib/inventory")
@@ -68,6 +68,10 @@ def _zookeeper(secrets: Secrets) -> str:
     for path, owner in zk_acl.LAYOUT.items():
         who = f"digest {owner}: all" if owner else "superuser only"
         lines.append(f"#   {path:24} {who}; world: read")
+    lines.append(
+        "# Each server's zoo.cfg, TLS (inventory/cluster/tls.py; no clientPort: plain closed):"
+    )
+    lines += tls.zookeeper_server_lines(secrets.tls_ca, topology.ZK_PORT).splitlines()
     return "\n".join(lines) + "\n"
 
 

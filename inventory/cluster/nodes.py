@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inventory.cluster import balancers, netns, pg_ha, redis_ha, topology, zk_acl
+from inventory.cluster import balancers, netns, pg_ha, redis_ha, tls, topology, zk_acl
 from inventory.cluster.secrets import Secrets
 from inventory.cluster.topology import Host
 from inventory.local import servers
@@ -83,20 +83,33 @@ def zookeeper(zk: Host, home: Path, secrets: Secrets) -> Proc:
         f"server.{i + 1}={m.address}:{topology.ZK_PEER_PORT}:{topology.ZK_ELECTION_PORT}\n"
         for i, m in enumerate(members)
     )
+    # With TLS (tls.py): the client port speaks TLS only, and the members' links too.
+    listen = (
+        tls.zookeeper_server_lines(secrets.tls_ca, topology.ZK_PORT)
+        if secrets.tls_ca
+        else f"clientPort={topology.ZK_PORT}\n"
+    )
     (folder / "zoo.cfg").write_text(
         "tickTime=500\ninitLimit=20\nsyncLimit=4\n"
         "minSessionTimeout=1000\nmaxSessionTimeout=60000\n"
-        f"dataDir={folder / 'data'}\nclientPort={topology.ZK_PORT}\n"
+        f"dataDir={folder / 'data'}\n{listen}"
         "maxClientCnxns=0\nadmin.enableServer=false\n"
         "4lw.commands.whitelist=ruok,srvr,stat,mntr\n" + peers
     )
     argv = servers.zookeeper_argv(folder, folder / "zoo.cfg")
     argv.insert(1, zk_acl.super_digest_flag(secrets))  # a JVM flag: before the class name
+    if secrets.tls_ca:  # Debian's zookeeper.jar names netty's handler but not the codec it needs
+        classpath = argv.index("-cp") + 1
+        argv[classpath] += ":" + ":".join(str(j) for j in tls.ZK_NETTY_JARS)
     return Proc(zk.name, zk.name, argv, str(folder / "zookeeper.log"))
 
 
 def zk_modes() -> dict[str, str | None]:
-    return {h.name: zk_mode(topology.ZK_PORT, h.address) for h in topology.by_role("zookeeper")}
+    ca = tls.cluster_ca()
+    context = tls.zk_context(ca) if ca else None
+    return {
+        h.name: zk_mode(topology.ZK_PORT, h.address, context) for h in topology.by_role("zookeeper")
+    }
 
 
 def ensemble_ready() -> bool:
@@ -118,7 +131,11 @@ def reconciler_leader(timeout: float = 3.0) -> str | None:
     from order_service.reconciler import ELECTION_PATH
     from shared.locks.zookeeper_claim import SEQUENCE
 
-    client = KazooClient(hosts=topology.ZK_HOSTS, timeout=timeout)
+    client = KazooClient(
+        hosts=topology.ZK_HOSTS,
+        timeout=timeout,
+        **tls.kazoo_kwargs(tls.cluster_ca()),
+    )
     try:
         client.start(timeout=timeout)
         queue = [

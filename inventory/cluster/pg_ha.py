@@ -9,10 +9,14 @@ program logs in as.
 - Failsafe mode: with ZooKeeper's quorum lost, the primary stays primary as long as it reaches
   every other member's REST API, instead of demoting itself (a ZooKeeper outage would
   otherwise take the database down with it).
-- ttl 10 s, loop 2 s: a dead primary's leader key goes with its ZooKeeper session, and the
-  standby is promoted about 10-12 s after the death.
-- TLS (tls.py): every TCP connection encrypted, the server checked by its clients against the
-  cluster's CA (`sslmode=verify-full`); `hostssl` lines, so a login without TLS is refused.
+- ttl 4 s, loop 1 s, retry_timeout 1 s (TIMING): a dead primary's leader key goes with its
+  ZooKeeper session (the ttl), and the standby is promoted about 5 s after the death (10-12 s
+  with the ttl 10 / loop 2 / retry 4 used before). Patroni's rule loop_wait + 2 * retry_timeout
+  <= ttl holds (1 + 2 <= 4). Debian's Patroni 3.0.2 takes these as they are (its validator asks for
+  integers only); Patroni 3.2.0 and later raise ttl to at least 20 and retry_timeout to at least
+  3 with a warning, which is why `cluster up` reads the values back (timing_applied).
+- TLS (tls.py): every TCP connection encrypted, the server checked against the cluster's CA
+  (`sslmode=verify-full`), a login without TLS refused (`hostssl`); ZooKeeper over TLS too.
 - pg_hba: scram-sha-256 for every TCP login. The services' roles only from the load balancers
   (they reach PostgreSQL through haproxy), each only to its own database; the superuser only
   from the database hosts (Patroni, pg_rewind) and the operator's console (the bridge's own
@@ -42,9 +46,15 @@ OPERATOR = f"{netns.SUBNET}.1"  # the bridge's address: the root namespace, the 
 # role -> its database (the reconcilers read and settle orders)
 SERVICE_ROLES = {"orders": "orders", "stock": "stock", "reconciler": "orders"}
 OWNED = ("orders", "stock")
+# Patroni's clock (see the module's docstring): how long a dead primary's leader key outlives
+# it, how often each Patroni looks, and how long it retries the store before failsafe mode.
+TIMING = {"ttl": 4, "loop_wait": 1, "retry_timeout": 1}
 RECONCILER_GRANTS = (
     "GRANT SELECT, UPDATE ON orders, reconciler_fence TO reconciler",
     "GRANT SELECT ON order_details TO reconciler",
+    # a paid hold whose release the stock service has not acknowledged: found and, once
+    # released, its note removed (order_service/reconcile.py)
+    "GRANT SELECT, DELETE ON hold_release TO reconciler",
 )
 
 
@@ -79,6 +89,7 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
     # Patroni's own connections to the other host (replication, rewind) check it too.
     local = {"unix_socket_directories": str(folder)}
     checked: dict[str, str] = {}
+    zk_tls: dict[str, Any] = {}
     if with_tls:
         local |= {
             "ssl": "on",
@@ -86,6 +97,8 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
             "ssl_key_file": str(folder / tls.KEY),
         }
         checked = {"sslmode": "verify-full", "sslrootcert": str(folder / tls.CA)}
+        # ZooKeeper's secure port, the ensemble checked against the CA (its copy here too)
+        zk_tls = {"use_ssl": True, "verify": True, "cacert": str(folder / tls.CA)}
 
     def login(role: str) -> dict[str, str]:
         return {"username": role, "password": secrets.pg[role], **checked}
@@ -103,13 +116,12 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
             "authentication": {"username": "patroni", "password": secrets.patroni_api},
         },
         "zookeeper": {
-            "hosts": [f"{h.address}:{topology.ZK_PORT}" for h in topology.by_role("zookeeper")]
+            "hosts": [f"{h.address}:{topology.ZK_PORT}" for h in topology.by_role("zookeeper")],
+            **zk_tls,
         },
         "bootstrap": {
             "dcs": {
-                "ttl": 10,
-                "loop_wait": 2,
-                "retry_timeout": 4,
+                **TIMING,
                 "synchronous_mode": True,
                 "failsafe_mode": True,
                 "maximum_lag_on_failover": 0,
@@ -190,6 +202,16 @@ def primary() -> Host | None:
         if _rest(pg, "/primary")[0] == 200:
             return pg
     return None
+
+
+def timing_applied() -> bool:
+    """Patroni runs with TIMING as written: a later Patroni would have raised them (3.2.0 and
+    on: ttl >= 20, retry_timeout >= 3) and failovers would take five times as long, silently."""
+    for pg in topology.by_role("postgres"):
+        status, body = _rest(pg, "/config")
+        if status == 200 and body:
+            return all(body.get(k) == v for k, v in TIMING.items())
+    return False
 
 
 def members() -> dict[str, dict[str, Any]]:

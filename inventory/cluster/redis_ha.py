@@ -2,15 +2,18 @@
 (the ZooKeeper hosts), and an ACL user for each kind of client.
 
 The services find the primary through the sentinels (shared/redis_client.py, redis-py's
-`Sentinel`). A failover takes the sentinels' `down-after` (2 s) and their vote: about 3-4 s
-without a primary. Replication is asynchronous, so a flag written just before the primary's
-death may be missing on the promoted replica: its deduction then finds the flag unknown to
-Redis and to the stock database and answers `unknown_flag` (never `duplicate`), and the order
+`Sentinel`). A failover takes the sentinels' `down-after` (DOWN_AFTER_MS, 1 s) and their vote:
+about 2 s without a primary (3-4 s with the 2 s `down-after` used before). Replication is
+asynchronous, so a flag written just before the primary's death may be missing on the
+promoted replica: its deduction then finds the flag unknown to Redis and to the stock database
+and answers `unknown_flag` (never `duplicate`), and the order
 service writes the flag again and retries (docs/flow.md: a flag Redis lost).
 
 ACL users (Redis 7; `default` is off, so a client without a password is refused everything):
 - order: SET and DEL, on keys shaped like order ids (they start with 13 digits of Unix
   milliseconds, shared/ids.py); the order service writes and removes flags and nothing else;
+- reconciler: SET on the same keys (an undecided order's flag written again before its
+  deduction is retried);
 - stock: reads and deletes flags, and keeps its own keys (`inventory:*`: Redis locks, their
   fence counter, fault switches) with the commands its lock scripts run;
 - sentinel: what Redis's documentation lists for a sentinel (INFO, ROLE, REPLICAOF, CONFIG
@@ -37,6 +40,8 @@ ORDER_KEYS = "~[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]
 STOCK_KEYS = f"{ORDER_KEYS} ~inventory:*"
 PERMISSIONS = {
     "order": f"{ORDER_KEYS} resetchannels -@all +ping +set +del",
+    # writes an undecided order's flag again (SET), removes none
+    "reconciler": f"{ORDER_KEYS} resetchannels -@all +ping +set",
     "stock": (
         f"{STOCK_KEYS} resetchannels -@all +ping +exists +get +set +del +incr "
         "+decr +pexpire +pttl +time +wait +eval +evalsha +script|load +script|exists"
@@ -48,7 +53,11 @@ PERMISSIONS = {
     "replica": "-@all +psync +replconf +ping",
     "monitor": "-@all +ping +info +role",
 }
-DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 2000, 10000
+# 1 s without an answer to the sentinels' PINGs (sent every second and on every reply) and
+# the primary is subjectively down; 2 of 3 agreeing make it objectively down and they elect
+# one to fail over. Shorter would count a primary busy with a burst of TLS reconnections as
+# dead.
+DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 10000
 
 
 def _private(path: Path, text: str) -> None:

@@ -7,9 +7,10 @@ Who may do what (least privilege):
   lock nodes under /inventory/locks, the reconcilers election nodes under /inventory/reconciler,
   Patroni its keys under /service; everyone else may only read.
 - Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
-  the stock service reads and deletes them, runs its lock scripts and fault keys; the sentinels
-  and the replica have what failover and replication need; the default user is off, and no one
-  has a @dangerous command.
+  the reconcilers set them (an undecided order's flag written again before its deduction is
+  retried, issue 31); the stock service reads and deletes them, runs its lock scripts and fault
+  keys; the sentinels and the replica have what failover and replication need; the default user
+  is off, and no one has a @dangerous command.
 - PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
   database; the reconcilers read orders and move their status; the superuser only through the
   database hosts' own socket.
@@ -31,7 +32,7 @@ from inventory.cluster import tls, topology
 
 FILE = "secrets.json"
 ZK_IDENTITIES = ("admin", "stock", "reconciler", "patroni")
-REDIS_USERS = ("order", "stock", "sentinel", "replica", "monitor")
+REDIS_USERS = ("order", "stock", "reconciler", "sentinel", "replica", "monitor")
 PG_ROLES = ("postgres", "replicator", "rewind", "orders", "stock", "reconciler")
 
 
@@ -72,6 +73,11 @@ class Secrets:
     def zk_auth(self, identity: str) -> str:
         return f"{identity}:{self.zk[identity]}"
 
+    def zk_tls(self) -> dict[str, str]:
+        """ZooKeeper over TLS, the ensemble checked against the cluster's CA (its secure port
+        is the only one; no client certificate: the digest identity is the login)."""
+        return {"ZK_CA_FILE": self.tls_ca} if self.tls_ca else {}
+
     def redis_url(self, user: str) -> str:
         sentinels = ",".join(f"{h.address}:{topology.SENTINEL_PORT}" for h in topology.SENTINELS)
         # With TLS (tls.py): rediss, the sentinels and Redis checked against the cluster's CA.
@@ -100,6 +106,7 @@ class Secrets:
                 "ADMIN_TOKEN": self.admin_token,  # its admin routes (PUT /stock)
                 "STOCK_SERVICE_TOKEN": self.stock_service_token,
                 "ZK_AUTH": self.zk_auth("stock"),
+                **self.zk_tls(),
                 "REDIS_URL": self.redis_url("stock"),
                 "STOCK_DATABASE_URL": self.database_url("stock", "stock"),
             }
@@ -113,6 +120,10 @@ class Secrets:
             return {
                 "STOCK_SERVICE_TOKEN": self.stock_service_token,
                 "ZK_AUTH": self.zk_auth("reconciler"),
+                **self.zk_tls(),
+                # It writes an undecided order's flag again before it retries the deduction;
+                # without its own URL it looked for Redis on localhost and never could.
+                "REDIS_URL": self.redis_url("reconciler"),
                 "ORDER_DATABASE_URL": self.database_url("reconciler", "orders"),
             }
         raise ValueError(f"no identities for {role!r}")

@@ -12,12 +12,20 @@ database host's place, cannot present it. pg_hba's `hostssl` lines refuse a logi
 Redis (redis_ha.py): the servers and the sentinels listen with TLS only (`port 0`,
 `tls-port`), replicate and talk to each other over TLS, and every client (the services through
 Sentinel, `rediss+sentinel://`, the operator's checks) verifies the certificate against the
-CA. ZooKeeper stays without TLS: docs/cluster.md says what it would take.
+CA.
+
+ZooKeeper (zookeeper_server_lines): a secure client port only (Netty), the plain one closed, and
+quorum TLS between the members (each presents the ensemble's certificate to the others and
+checks theirs against the CA); clients are asked no certificate (they log in with their digest
+identity) and check the ensemble's against the CA (kazoo's use_ssl): the services, the
+reconcilers, Patroni, the operator's tools.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
+import ssl
 import subprocess
 from pathlib import Path
 
@@ -29,6 +37,14 @@ CERT, KEY = "server.crt", "server.key"
 DAYS = "30"  # a cluster of a session; a deployment renews from its own CA
 EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 REDIS_STEM = "redis"
+ZK_STEM = "zookeeper"
+ZK_KEYSTORE = "zookeeper.pem"  # the key (PKCS#8) and the certificate in one file
+# What the Netty connection factory needs besides what zookeeper.jar's manifest lists
+# (Debian's 3.8.0 names netty-handler and -transport, not -codec: NoClassDefFoundError).
+ZK_NETTY_JARS = [
+    Path("/usr/share/java/netty-codec.jar"),
+    Path("/usr/share/java/netty-resolver.jar"),
+]
 
 
 def _openssl(*args: str, cwd: Path) -> None:
@@ -53,7 +69,7 @@ def make_ca(home: Path) -> Path:
     return folder
 
 
-def make_server(home: Path, stem: str, names: list[str]) -> Path:
+def make_server(home: Path, stem: str, names: list[str], usage: str = "serverAuth") -> Path:
     """A server certificate `<stem>.crt` and key `<stem>.key` signed by the cluster's CA, for
     `names` (IP addresses, as subjectAltName). Returns the folder."""
     folder = make_ca(home)
@@ -63,7 +79,7 @@ def make_server(home: Path, stem: str, names: list[str]) -> Path:
         cwd=folder,
     )  # fmt: skip
     (folder / f"{stem}.ext").write_text(
-        "subjectAltName=" + ",".join(f"IP:{n}" for n in names) + "\nextendedKeyUsage=serverAuth\n"
+        "subjectAltName=" + ",".join(f"IP:{n}" for n in names) + f"\nextendedKeyUsage={usage}\n"
     )
     _openssl(
         "x509", "-req", "-in", f"{stem}.csr", "-CA", CA, "-CAkey", "ca.key", "-CAcreateserial",
@@ -90,6 +106,61 @@ def make_for_redis(home: Path) -> Path:
     sentinels' own links)."""
     names = [h.address for h in topology.by_role("redis")] + [h.address for h in topology.SENTINELS]
     return make_server(home, REDIS_STEM, names)
+
+
+def make_for_zookeeper(home: Path) -> Path:
+    """The ensemble's certificate, for the ZooKeeper hosts' addresses, good for both ends of a
+    TLS link (the members connect to each other: quorum TLS), and ZooKeeper's PEM keystore
+    made of it: the key in PKCS#8 (ZooKeeper reads no other form) followed by the certificate."""
+    names = [h.address for h in topology.by_role("zookeeper")]
+    folder = make_server(home, ZK_STEM, names, usage="serverAuth,clientAuth")
+    pkcs8 = subprocess.run(
+        ["openssl", "pkcs8", "-topk8", "-nocrypt", "-in", f"{ZK_STEM}.key"],
+        cwd=folder, capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    keystore = folder / ZK_KEYSTORE
+    keystore.touch(mode=0o600)
+    keystore.write_text(pkcs8 + (folder / f"{ZK_STEM}.crt").read_text())
+    return folder
+
+
+def zookeeper_server_lines(ca: str, port: int) -> str:
+    """A member's TLS settings (zoo.cfg; ZooKeeper 3.8 reads PEM key and trust stores): the
+    Netty connection factory (the only one that speaks TLS), TLS on the client port and no
+    plain one, clients not asked for a certificate (they log in with their digest identity),
+    and quorum TLS: the members' own links (proposals, elections) encrypted and each member
+    checked against the CA."""
+    folder = Path(ca).parent
+    stores = (
+        f"keyStore.location={folder / ZK_KEYSTORE}\nkeyStore.type=PEM\n"
+        f"trustStore.location={ca}\ntrustStore.type=PEM\n"
+    )
+    return (
+        "serverCnxnFactory=org.apache.zookeeper.server.NettyServerCnxnFactory\n"
+        f"secureClientPort={port}\n"
+        + "".join(f"ssl.{line}\n" for line in stores.splitlines())
+        + "ssl.clientAuth=none\n"
+        + "sslQuorum=true\n"
+        + "".join(f"ssl.quorum.{line}\n" for line in stores.splitlines())
+    )
+
+
+def kazoo_kwargs(ca: str) -> dict[str, object]:
+    """What a kazoo client adds: TLS, the ensemble checked against the CA ({} without)."""
+    return {"use_ssl": True, "verify_certs": True, "ca": ca} if ca else {}
+
+
+def zk_context(ca: str) -> ssl.SSLContext:
+    """For the four-letter words (`srvr`), which the secure port answers over TLS too."""
+    return ssl.create_default_context(cafile=ca)
+
+
+def cluster_ca() -> str:
+    """The running cluster's CA certificate ("" when there is none): what the operator's own
+    ZooKeeper clients (status, the chaos run) check the ensemble against."""
+    home = Path(os.environ.get("INVENTORY_CLUSTER_HOME", "/tmp/invc-cluster")).resolve()
+    ca = home / FOLDER / CA
+    return str(ca) if ca.is_file() else ""
 
 
 def redis_server_lines(ca: str, port: int) -> str:

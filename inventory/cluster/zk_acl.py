@@ -23,7 +23,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 from kazoo.security import ACL, make_acl, make_digest_acl, make_digest_acl_credential
 
-from inventory.cluster import topology
+from inventory.cluster import tls, topology
 from inventory.cluster.secrets import Secrets
 
 SUPERUSER = "admin"
@@ -55,7 +55,9 @@ def lay_out(secrets: Secrets, timeout: float = 20.0) -> None:
     """Create the paths with their ACLs, or set them again on paths that exist (a cluster
     brought up again over an ensemble's old data)."""
     client = KazooClient(
-        hosts=topology.ZK_HOSTS, auth_data=[("digest", secrets.zk_auth(SUPERUSER))]
+        hosts=topology.ZK_HOSTS,
+        auth_data=[("digest", secrets.zk_auth(SUPERUSER))],
+        **tls.kazoo_kwargs(secrets.tls_ca),
     )
     client.start(timeout=timeout)
     try:

@@ -4,6 +4,7 @@ mode (leader, follower, standalone) each member reports."""
 from __future__ import annotations
 
 import socket
+import ssl
 from pathlib import Path
 
 from inventory.local.servers import (
@@ -17,10 +18,14 @@ from inventory.local.servers import (
 )
 
 
-def zk_mode(port: int, host: str = "127.0.0.1") -> str | None:
-    """'leader', 'follower' or 'standalone' from the `srvr` four-letter word; None if down."""
+def zk_mode(
+    port: int, host: str = "127.0.0.1", context: ssl.SSLContext | None = None
+) -> str | None:
+    """'leader', 'follower' or 'standalone' from the `srvr` four-letter word; None if down.
+    `context`: a secure client port, which answers the words over TLS only."""
     try:
-        with socket.create_connection((host, port), timeout=0.5) as s:
+        with socket.create_connection((host, port), timeout=0.5) as plain:
+            s = context.wrap_socket(plain, server_hostname=host) if context else plain
             s.sendall(b"srvr")
             reply = b""
             while chunk := s.recv(4096):

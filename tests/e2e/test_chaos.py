@@ -1,11 +1,11 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
 cluster comes up replicated and authenticated (no credential in its state file, status or
-logs), the quick run must come out valid with a PostgreSQL failover, the intruder and the late
-first attempts after a refusal (slow-first-attempts) in it, a
-run without a lock must be caught overselling, a run without fencing must be caught losing an
-update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
-Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
-server."""
+logs), PostgreSQL, Redis and ZooKeeper speaking TLS only, the quick run must come out valid
+with a PostgreSQL failover, the intruder and the late first attempts after a refusal
+(slow-first-attempts) in it, a run without a lock must be caught overselling, a run without
+fencing must be caught losing an update when a worker is paused inside its write, and
+`cluster down` must leave nothing behind. Needs root (namespaces, nftables): fails loudly
+without it, like every test that needs a server."""
 
 from __future__ import annotations
 
@@ -173,6 +173,56 @@ def test_redis_and_its_sentinels_speak_only_tls_checked_against_the_ca(cluster: 
         **tls.redis_client_kwargs(secrets.tls_ca),  # type: ignore[arg-type]
     )
     assert checked.ping()  # verified: the sentinel's certificate names its address
+
+
+def test_zookeeper_speaks_only_tls_checked_against_the_ca(cluster: Path) -> None:
+    """The ensemble's client port speaks TLS only (the plain one is closed), the members' own
+    links are TLS too, and every program of the cluster that uses it (the stock replicas, the
+    reconcilers, Patroni) holds a session over it, the ensemble checked against the CA."""
+    import socket
+
+    from kazoo.client import KazooClient
+    from kazoo.handlers.threading import KazooTimeoutError
+
+    from inventory.cluster import nodes, tls, topology
+    from inventory.cluster.deploy import home_dir
+    from inventory.cluster.secrets import Secrets
+    from inventory.local.ensemble import zk_mode
+
+    secrets = Secrets.load(home_dir())
+    zk1 = topology.host("zk1")
+    config = (home_dir() / "zk1" / "zoo.cfg").read_text()
+    assert "\nclientPort" not in config and "secureClientPort=" in config
+    assert "sslQuorum=true" in config
+    assert zk_mode(topology.ZK_PORT, zk1.address) is None  # the four-letter word in clear
+    assert nodes.ensemble_ready()  # a quorum over TLS, answering `srvr` over TLS
+    plain = KazooClient(hosts=f"{zk1.address}:{topology.ZK_PORT}", timeout=2)
+    with pytest.raises(KazooTimeoutError):
+        plain.start(timeout=4)  # in clear: the server closes every attempt unanswered
+    plain.stop()
+    plain.close()
+    checked = KazooClient(
+        hosts=topology.ZK_HOSTS,
+        timeout=4,
+        check_hostname=True,  # the ensemble's certificate names each member's address
+        **tls.kazoo_kwargs(secrets.tls_ca),  # type: ignore[arg-type]
+    )
+    checked.start(timeout=10)
+    try:
+        assert checked.exists(f"/service/{topology.PATRONI_SCOPE}/leader")  # Patroni's, over TLS
+    finally:
+        checked.stop()
+        checked.close()
+    # Who holds a session: `stat` (over TLS) lists each member's clients by address.
+    clients = ""
+    for member in topology.by_role("zookeeper"):
+        raw = socket.create_connection((member.address, topology.ZK_PORT), timeout=2)
+        with tls.zk_context(secrets.tls_ca).wrap_socket(raw, server_hostname=member.address) as s:
+            s.sendall(b"stat")
+            while chunk := s.recv(4096):
+                clients += chunk.decode()
+    holders = {h.name for h in topology.HOSTS if f"/{h.address}:" in clients}
+    assert {"pg1", "pg2", "stock1", "stock2", "order1", "order2"} <= holders, clients
 
 
 def test_quick_chaos_is_valid(cluster: Path) -> None:

@@ -1,23 +1,58 @@
 """The intruder on ZooKeeper: delete and create lock and election nodes, delete Patroni's
-leader key, rewrite its config, open an ACL. Refused: NoAuth."""
+leader key, rewrite its config, open an ACL. Refused: NoAuth. With TLS (the run sets
+INVENTORY_INTRUDER_TLS) it speaks TLS too, without checking the ensemble (it wants in), and also
+opens a session in plain text, as a client without TLS would: the secure port closes it
+unanswered."""
 
 from __future__ import annotations
 
+import os
+import socket
 from functools import partial
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
+from kazoo.protocol.serialization import Connect, int_struct
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from inventory.chaos.intruder.attempt import Attempt, attempt
 from inventory.cluster import topology
+
+TLS = bool(os.environ.get("INVENTORY_INTRUDER_TLS"))
+
+
+def _plain_session(host: str) -> bytes:
+    """A ZooKeeper client's first words (ConnectRequest: a new session, no password) in plain
+    text. A server that speaks TLS only closes the connection without a reply."""
+    hello = Connect(0, 0, 4000, 0, b"\x00" * 16, False).serialize()
+    with socket.create_connection((host, topology.ZK_PORT), timeout=3) as s:
+        s.sendall(int_struct.pack(len(hello)) + bytes(hello))
+        reply = s.recv(64)
+    if not reply:
+        raise ConnectionError("closed without an answer")
+    return reply
+
+
+def _closed(exc: Exception) -> bool:
+    return isinstance(exc, ConnectionError)  # a reset is one too; a timeout proves nothing
 
 
 def zookeeper_attempts() -> list[Attempt]:
     def no_auth(exc: Exception) -> bool:
         return isinstance(exc, NoAuthError)
 
-    client = KazooClient(hosts=topology.ZK_HOSTS, timeout=5)
+    plain = [
+        attempt(
+            "zookeeper",
+            f"{h.name}: open a session in plain text (no TLS)",
+            partial(_plain_session, h.address),
+            _closed,
+        )
+        for h in topology.by_role("zookeeper")
+        if TLS
+    ]
+    secure = {"use_ssl": True, "verify_certs": False} if TLS else {}
+    client = KazooClient(hosts=topology.ZK_HOSTS, timeout=5, **secure)
     client.start(timeout=10)
     try:
         locks = "/inventory/locks"
@@ -26,7 +61,7 @@ def zookeeper_attempts() -> list[Attempt]:
         election = [
             f"/inventory/reconciler/{c}" for c in client.get_children("/inventory/reconciler")
         ]
-        attempts = []
+        attempts = plain
         for node in held[:3]:
             attempts.append(
                 attempt(
