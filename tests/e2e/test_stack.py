@@ -210,7 +210,13 @@ def start_loadtest(home: Path) -> tuple[subprocess.Popen[str], Path, stack_state
             except (OSError, IndexError):
                 continue  # a home being made, or being removed
             state = stack_state.load_state(own)
-            mine = owner == str(process.pid) and state is not None and len(state.pids) == 4
+            # Up: the servers, both services, and the two relays of stock events (I10).
+            mine = (
+                owner == str(process.pid)
+                and state is not None
+                and {"zookeeper", "redis", "stock_service", "order_service"} <= set(state.pids)
+                and sum(name.startswith("relay") for name in state.pids) == 2
+            )
             if mine and state is not None and stack_state.is_running(state):
                 return process, own, state
         assert process.poll() is None, process.communicate()[0]
