@@ -212,7 +212,16 @@ async def drive(
 
         with progress:
             task = progress.add_task("orders", total=config.orders)
-            await asyncio.gather(*(one_order(i, planned) for i, planned in enumerate(plan)))
+            # `concurrency` buyers, each taking the next order of the plan: a run of 100,000
+            # orders holds that many tasks, not 100,000 (asyncio.run cancels every task on
+            # Ctrl-C or SIGTERM, and 100,000 waiters on one semaphore took minutes to cancel).
+            orders = iter(enumerate(plan))
+
+            async def buyer() -> None:
+                for i, planned in orders:
+                    await one_order(i, planned)
+
+            await asyncio.gather(*(buyer() for _ in range(config.concurrency)))
         elapsed = time.perf_counter() - started
     return LoadResult(
         config,
