@@ -31,7 +31,7 @@ import time
 from datetime import timedelta
 
 from order_service.flags import FlagWriter
-from order_service.reconcile import reconcile
+from order_service.reconcile import ReconcileReport, reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -74,6 +74,30 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
+        stock.close()
+        redis_client.close()
+        store.engine.dispose()
+
+
+def pass_once(settings: Settings, older_than: timedelta) -> ReconcileReport:
+    """One pass, not elected (`inventory reconcile`, and the scenarios that settle their own
+    stack): the same stock client policy and flag writer as the service's passes."""
+    store = OrderStore(make_engine(settings.order_database_url, application="reconcile"))
+    stock = StockClient(
+        settings.stock_service_url,
+        CallPolicy.patient(settings.stock_call_timeout),
+        token=settings.stock_service_token,
+    )
+    redis_client = make_redis(settings.redis_url)
+    try:
+        return reconcile(
+            store,
+            stock,
+            older_than,
+            flags=FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds),
+            void_after=timedelta(seconds=settings.reconcile_void_after),
+        )
+    finally:
         stock.close()
         redis_client.close()
         store.engine.dispose()

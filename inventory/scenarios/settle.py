@@ -15,13 +15,8 @@ from datetime import timedelta
 
 from inventory.local import stack_state
 from inventory.scenarios.rig import Story, scenario_settings
-from order_service.flags import FlagWriter
-from order_service.reconcile import ReconcileReport, reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.store import OrderStore
-from shared.db import make_engine
-from shared.redis_client import make_redis
+from order_service.reconcile import ReconcileReport
+from order_service.reconciler import pass_once
 
 
 def settle_pending(
@@ -29,27 +24,7 @@ def settle_pending(
 ) -> ReconcileReport:
     """Settle every PENDING order of the scenario's stack now (its own stack: nothing else is
     in flight, so no age is waited for) and tell what the pass did."""
-    settings = scenario_settings(state, env)
-    store = OrderStore(make_engine(settings.order_database_url, application="scenario"))
-    redis_client = make_redis(settings.redis_url)
-    stock = StockClient(
-        settings.stock_service_url,
-        CallPolicy.patient(settings.stock_call_timeout),
-        token=settings.stock_service_token,
-    )
-    try:
-        flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
-        report = reconcile(
-            store,
-            stock,
-            timedelta(0),
-            flags=flags,
-            void_after=timedelta(seconds=settings.reconcile_void_after),
-        )
-    finally:
-        stock.close()
-        redis_client.close()
-        store.engine.dispose()
+    report = pass_once(scenario_settings(state, env), timedelta(0))
     story.show(
         f"the reconciler's pass: {len(report.confirmed)} confirmed, {len(report.failed)} "
         f"failed, {len(report.retried)} still undecided"

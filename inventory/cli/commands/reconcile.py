@@ -32,13 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
-    from order_service.flags import FlagWriter
-    from order_service.reconcile import reconcile
-    from order_service.retry import CallPolicy
-    from order_service.stock_client import StockClient
-    from order_service.store import OrderStore
-    from shared.db import make_engine
-    from shared.redis_client import make_redis
+    from order_service.reconciler import pass_once
 
     state = stack_state.load_state()
     if state is None and not (
@@ -55,26 +49,7 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         raise UsageError(str(exc).replace("RECONCILE_OLDER_THAN", "--older-than")) from exc
     usable_url(settings.order_database_url, "ORDER_DATABASE_URL")
-    store = OrderStore(make_engine(settings.order_database_url))
-    stock_client = StockClient(
-        settings.stock_service_url,
-        CallPolicy.patient(settings.stock_call_timeout),
-        token=settings.stock_service_token,
-    )
-    redis_client = make_redis(settings.redis_url)
-    flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
-    try:
-        report = reconcile(
-            store,
-            stock_client,
-            timedelta(seconds=settings.reconcile_age()),
-            flags=flags,
-            void_after=timedelta(seconds=settings.reconcile_void_after),
-        )
-    finally:
-        stock_client.close()
-        redis_client.close()
-        store.engine.dispose()
+    report = pass_once(settings, timedelta(seconds=settings.reconcile_age()))
     console.print(
         f"examined {report.examined} PENDING orders in {report.pages} page(s): "
         f"{len(report.confirmed)} confirmed (the stock database has their deduction), "
