@@ -28,7 +28,10 @@ import logging
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from datetime import timedelta
+
+import redis
 
 from order_service.flags import FlagWriter
 from order_service.reconcile import ReconcileReport, reconcile
@@ -49,15 +52,8 @@ ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     """Campaign, lead while sure of it, resign, campaign again; until `stop` is set."""
-    store = OrderStore(make_engine(settings.order_database_url, application="reconciler"))
-    stock = StockClient(
-        settings.stock_service_url,
-        CallPolicy.patient(settings.stock_call_timeout),
-        token=settings.stock_service_token,
-    )
-    redis_client = make_redis(settings.redis_url)
-    # An undecided order's flag is written again before its deduction is made again.
-    flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
+    parts = Parts.of(settings, "reconciler")
+    store, stock, redis_client, flags = parts.store, parts.stock, parts.redis, parts.flags
     # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
     # leader inside its pass, in the same Redis keys as the stock service's faults.
     faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
@@ -74,33 +70,55 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
-        stock.close()
-        redis_client.close()
-        store.engine.dispose()
+        parts.close()
 
 
 def pass_once(settings: Settings, older_than: timedelta) -> ReconcileReport:
     """One pass, not elected (`inventory reconcile`, and the scenarios that settle their own
     stack): the same stock client policy and flag writer as the service's passes."""
-    store = OrderStore(make_engine(settings.order_database_url, application="reconcile"))
-    stock = StockClient(
-        settings.stock_service_url,
-        CallPolicy.patient(settings.stock_call_timeout),
-        token=settings.stock_service_token,
-    )
-    redis_client = make_redis(settings.redis_url)
+    parts = Parts.of(settings, "reconcile")
     try:
         return reconcile(
-            store,
-            stock,
+            parts.store,
+            parts.stock,
             older_than,
-            flags=FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds),
+            flags=parts.flags,
             void_after=timedelta(seconds=settings.reconcile_void_after),
         )
     finally:
-        stock.close()
-        redis_client.close()
-        store.engine.dispose()
+        parts.close()
+
+
+@dataclass
+class Parts:
+    """What a pass talks to, built from the settings alike for the elected service and for one
+    pass: the order store, the stock client (the patient policy: one attempt per call, the
+    next pass comes back), Redis, and the writer of an undecided order's flag (written again
+    before its deduction is made again)."""
+
+    store: OrderStore
+    stock: StockClient
+    redis: redis.Redis
+    flags: FlagWriter
+
+    @classmethod
+    def of(cls, settings: Settings, application: str) -> Parts:
+        redis_client = make_redis(settings.redis_url)
+        return cls(
+            OrderStore(make_engine(settings.order_database_url, application=application)),
+            StockClient(
+                settings.stock_service_url,
+                CallPolicy.patient(settings.stock_call_timeout),
+                token=settings.stock_service_token,
+            ),
+            redis_client,
+            FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds),
+        )
+
+    def close(self) -> None:
+        self.stock.close()
+        self.redis.close()
+        self.store.engine.dispose()
 
 
 def lead(
