@@ -89,6 +89,9 @@ class Settings:
     stock_events: bool = True
     stock_events_stream: str = "inventory:stock-events"
     stock_events_maxlen: int = 100_000
+    # The relay marks events sent only once this many Redis replicas have them (WAIT), lest a
+    # Sentinel failover lose them (replication is asynchronous); 0 does not wait.
+    stock_events_min_replicas: int = 0
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True
@@ -268,8 +271,8 @@ class Settings:
             raise ValueError(f"ORDER_BATCH_MAX must be 1 to {MAX_BATCH_FLAGS} (1: one at a time)")
         if self.deduct_batch_max < 1:
             raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
-        if self.stock_call_retries < 0:
-            raise ValueError("STOCK_CALL_RETRIES must be 0 or more")
+        if min(self.stock_call_retries, self.stock_events_min_replicas) < 0:
+            raise ValueError("STOCK_CALL_RETRIES and STOCK_EVENTS_MIN_REPLICAS must be 0 or more")
         if self.zk_auth and ":" not in self.zk_auth:
             raise ValueError("ZK_AUTH must be user:password")
         if self.lock_backend == "redlock" and len(self.redlock_url_list()) < 3:

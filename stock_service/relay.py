@@ -10,6 +10,13 @@ stream keeps the ledger's order: a goods id's rows are written under its lock on
 another, so their ids grow with the ledger, and each relay sends in id order, so the first
 copy of each event comes in ledger order whatever the repeats. A consumer drops repeats by the
 event's `id` (README: a consumer group in a few lines).
+
+Redis replicates asynchronously: an event the primary took just before it died may be missing
+on the replica the sentinels promote. With STOCK_EVENTS_MIN_REPLICAS set (the cluster: 1), a
+round's XADDs are followed by WAIT on the same connection, and the rows are marked sent only
+once that many replicas have them; otherwise the round counts as failed and is sent again
+(repeats, never a loss). While the primary has no replica (a failover's first seconds) the
+events wait in the outbox.
 """
 
 from __future__ import annotations
@@ -34,6 +41,8 @@ log = logging.getLogger("relay")
 ELECTION_PATH = "/inventory/relay"
 PAGE = 500  # rows published per round trip
 IDLE = 0.2  # seconds between looks at an empty outbox
+REPLICA_WAIT_MS = 1000  # how long a round waits for the replicas to take its events
+BACKOFF = 1.0  # seconds after a failed round (Redis or the database down, no replica)
 DB = "stock database"
 
 UNSENT = (
@@ -65,18 +74,38 @@ def event_fields(row: Any) -> dict[str, str]:
     }
 
 
+class NotReplicated(redis.RedisError):
+    """The stream's primary took a round's events, but not as many replicas as asked within
+    REPLICA_WAIT_MS: the rows stay unsent, and the next round sends them again."""
+
+
 def publish_pending(
-    engine: Engine, client: redis.Redis, stream: str, maxlen: int, limit: int = PAGE
+    engine: Engine,
+    client: redis.Redis,
+    stream: str,
+    maxlen: int,
+    limit: int = PAGE,
+    min_replicas: int = 0,
 ) -> int:
-    """One round: the oldest unsent rows to the stream, then marked sent. How many."""
+    """One round: the oldest unsent rows to the stream (and, with `min_replicas`, to that many
+    replicas), then marked sent. How many."""
     with transaction(engine, DB, read_only=True) as conn:
         rows = list(conn.execute(UNSENT, {"limit": limit}))
     if not rows:
         return 0
+    # One pipeline is one connection: WAIT counts the replicas that have this connection's
+    # writes, i.e. these XADDs.
     pipe = client.pipeline(transaction=False)
     for row in rows:
         pipe.xadd(stream, event_fields(row), maxlen=maxlen, approximate=True)  # type: ignore[arg-type]
-    pipe.execute()
+    if min_replicas:
+        pipe.wait(min_replicas, REPLICA_WAIT_MS)
+    answers = pipe.execute()
+    if min_replicas and answers[-1] < min_replicas:
+        raise NotReplicated(
+            f"{len(rows)} events on the primary, {answers[-1]} of {min_replicas} replicas had "
+            f"them after {REPLICA_WAIT_MS} ms"
+        )
     with transaction(engine, DB) as conn:
         conn.execute(MARK_SENT, {"ids": [row.id for row in rows], "at": utcnow()})
     return len(rows)
@@ -114,15 +143,17 @@ def lead(
     """Publish until the outbox is empty, look again every IDLE seconds; a failure (Redis or
     the database down) is logged and tried again, the rows still unsent."""
     stream, maxlen = settings.stock_events_stream, settings.stock_events_maxlen
+    replicas = settings.stock_events_min_replicas
     while not stop.is_set():
         if not elector.is_leader():
             log.warning("%s not the leader any more at=%.3f", identifier, time.time())
             return
         try:
-            sent = publish_pending(engine, client, stream, maxlen)
+            sent = publish_pending(engine, client, stream, maxlen, min_replicas=replicas)
         except (redis.RedisError, DatabaseUnavailable) as exc:
             log.warning("%s round failed at=%.3f: %s", identifier, time.time(), exc)
-            sent = 0
+            stop.wait(BACKOFF)
+            continue
         if sent:
             log.info("%s published %d events at=%.3f", identifier, sent, time.time())
         else:

@@ -156,3 +156,60 @@ def test_a_relay_that_dies_before_marking_sends_again_and_the_consumer_sees_each
     events = stream(relay_settings)
     assert len([e for e in events if e["goodsId"] == goods]) == 20  # every one twice
     assert once_in_order(events, goods) == list(range(1, 11))
+
+
+def test_events_are_marked_sent_only_once_a_replica_has_them(
+    relay_settings: Settings, tmp_path: Path
+) -> None:
+    """Redis replicates asynchronously: a primary that dies just after a round's XADDs takes
+    them with it, and the sentinels promote a replica without them. With a replica asked for
+    (STOCK_EVENTS_MIN_REPLICAS, the cluster's 1), a round whose events no replica took leaves
+    its rows unsent, to be sent again; once a replica is linked, they are marked."""
+    from inventory.local.servers import free_port, redis_argv, start_redis, start_server
+
+    primary = start_redis(tmp_path / "primary")
+    replica = None
+    engine = sa.create_engine(relay_settings.stock_database_url)
+    client = redis_lib.Redis.from_url(f"redis://{primary.address}/0", decode_responses=True)
+    name, maxlen = relay_settings.stock_events_stream, relay_settings.stock_events_maxlen
+    goods = unique()
+    try:
+        write_events(relay_settings.stock_database_url, goods, 1, 5)
+        with pytest.raises(relay.NotReplicated, match="0 of 1 replicas"):
+            relay.publish_pending(engine, client, name, maxlen, min_replicas=1)
+        with engine.connect() as conn:
+            unsent = conn.execute(
+                sa.select(sa.func.count())
+                .select_from(stock_outbox)
+                .where(stock_outbox.c.goods_id == goods, stock_outbox.c.sent_at.is_(None))
+            ).scalar_one()
+        assert unsent == 5  # on the primary alone: not sent, as far as the relay knows
+        port = free_port()
+        folder = tmp_path / "replica"
+        folder.mkdir()
+        argv = [*redis_argv(folder, port), "--replicaof", "127.0.0.1", str(primary.port)]
+        replica = start_server("redis", argv, port, folder, lambda: True, 20)
+        wait_until(
+            lambda: (client.info("replication").get("slave0") or {}).get("state") == "online",
+            20,
+            "a replica in sync",
+        )
+        # Every unsent row of the outbox goes (other tests' too): this goods id's are among them.
+        while relay.publish_pending(engine, client, name, maxlen, min_replicas=1):
+            pass
+        assert relay.publish_pending(engine, client, name, maxlen, min_replicas=1) == 0
+        entries: Any = client.xrange(name)
+        seqs = [int(f["seq"]) for _id, f in entries if f["goodsId"] == goods]
+        assert seqs == [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]  # the first round's, then sent again
+        copied = redis_lib.Redis(port=port, decode_responses=True)
+        try:
+            replicated: Any = copied.xrange(name)
+            assert len(replicated) == len(entries)  # what was marked, the replica has
+        finally:
+            copied.close()
+    finally:
+        client.close()
+        engine.dispose()
+        if replica is not None:
+            replica.stop()
+        primary.stop()
