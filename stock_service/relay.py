@@ -15,8 +15,11 @@ Redis replicates asynchronously: an event the primary took just before it died m
 on the replica the sentinels promote. With STOCK_EVENTS_MIN_REPLICAS set (the cluster: 1), a
 round's XADDs are followed by WAIT on the same connection, and the rows are marked sent only
 once that many replicas have them; otherwise the round counts as failed and is sent again
-(repeats, never a loss). While the primary has no replica (a failover's first seconds) the
-events wait in the outbox.
+(repeats, never a loss). While the primary has no replica (the seconds after a failover, until
+the old primary rejoins as one) the events wait in the outbox: each round first asks (WAIT on a
+connection's earlier writes, answered at once) and sends nothing while too few replicas are
+there, rather than sending the same rows again every second (a quick chaos run's Redis
+failover made 3,354 repeats of 6,203 events that way).
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ ELECTION_PATH = "/inventory/relay"
 PAGE = 500  # rows published per round trip
 IDLE = 0.2  # seconds between looks at an empty outbox
 REPLICA_WAIT_MS = 1000  # how long a round waits for the replicas to take its events
+REPLICA_PROBE_MS = 100  # how long the look before a round waits for the replicas to be there
 BACKOFF = 1.0  # seconds after a failed round (Redis or the database down, no replica)
 DB = "stock database"
 
@@ -93,6 +97,8 @@ def publish_pending(
         rows = list(conn.execute(UNSENT, {"limit": limit}))
     if not rows:
         return 0
+    if min_replicas and (there := client.wait(min_replicas, REPLICA_PROBE_MS)) < min_replicas:
+        raise NotReplicated(f"{len(rows)} events wait: {there} of {min_replicas} replicas there")
     # One pipeline is one connection: WAIT counts the replicas that have this connection's
     # writes, i.e. these XADDs.
     pipe = client.pipeline(transaction=False)

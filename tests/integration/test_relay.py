@@ -175,8 +175,9 @@ def test_events_are_marked_sent_only_once_a_replica_has_them(
     goods = unique()
     try:
         write_events(relay_settings.stock_database_url, goods, 1, 5)
-        with pytest.raises(relay.NotReplicated, match="0 of 1 replicas"):
+        with pytest.raises(relay.NotReplicated, match="wait: 0 of 1 replicas there"):
             relay.publish_pending(engine, client, name, maxlen, min_replicas=1)
+        assert client.xlen(name) == 0  # no replica at all: nothing sent, the rows wait
         with engine.connect() as conn:
             unsent = conn.execute(
                 sa.select(sa.func.count())
@@ -194,13 +195,21 @@ def test_events_are_marked_sent_only_once_a_replica_has_them(
             20,
             "a replica in sync",
         )
+        # A replica that stops taking writes (paused) after the round's look: the events reach
+        # the primary, the WAIT after them finds no replica with them, the rows stay unsent.
+        replica.pause()
+        try:
+            with pytest.raises(relay.NotReplicated, match="0 of 1 replicas had them"):
+                relay.publish_pending(engine, client, name, maxlen, limit=100, min_replicas=1)
+        finally:
+            replica.resume()
         # Every unsent row of the outbox goes (other tests' too): this goods id's are among them.
         while relay.publish_pending(engine, client, name, maxlen, min_replicas=1):
             pass
         assert relay.publish_pending(engine, client, name, maxlen, min_replicas=1) == 0
         entries: Any = client.xrange(name)
         seqs = [int(f["seq"]) for _id, f in entries if f["goodsId"] == goods]
-        assert seqs == [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]  # the first round's, then sent again
+        assert seqs == [1, 2, 3, 4, 5, 1, 2, 3, 4, 5]  # the unreplicated round's, then again
         copied = redis_lib.Redis(port=port, decode_responses=True)
         try:
             replicated: Any = copied.xrange(name)
