@@ -22,20 +22,27 @@ from typing import Any
 import httpx
 
 import migrations
-from inventory.cluster import balancers, netns, nodes, pg_ha, redis_ha, tls, topology, zk_acl
+from inventory.cluster import (
+    balancers,
+    netns,
+    nodes,
+    pg_ha,
+    pg_roles,
+    redis_ha,
+    tls,
+    topology,
+    zk_acl,
+)
 from inventory.cluster.nodes import Proc
 from inventory.cluster.secrets import Secrets
 from inventory.local.servers import wait_until
 from shared.settings import Settings
 
 STATE_FILE = "cluster.json"
+ROLES = ("stock", "order", "reconciler", "relay")  # the programs of ours, by identity
 # What the replicas may be started with from the caller's environment (the rest is fixed).
 PASSED_SETTINGS = ("LOCK_BACKEND", "LOCK_SCOPE", "FENCING", "DEDUCT_BATCH_MAX")
-TOOLS = {
-    "keepalived": "keepalived",
-    "redis-sentinel": "redis-sentinel",
-    "redis-server": "redis-server",
-}
+TOOLS = ("keepalived", "redis-sentinel", "redis-server")  # each its Debian package's name
 
 
 def home_dir() -> Path:
@@ -84,8 +91,7 @@ def require_tools() -> None:
     missing = [tool for tool in TOOLS if not shutil.which(tool)]
     if missing:
         raise netns.NetworkError(
-            f"missing {', '.join(missing)}: apt-get install "
-            + " ".join(sorted({TOOLS[m] for m in missing}))
+            f"missing {', '.join(missing)}: apt-get install {' '.join(missing)}"
         )
 
 
@@ -111,7 +117,7 @@ def up(
     secrets.tls_ca = str(tls.make_for_postgres(home) / tls.CA)
     tls.make_for_redis(home)
     tls.make_for_zookeeper(home)
-    for role in ("stock", "order", "reconciler"):  # what a replica would refuse, refused now
+    for role in ROLES:  # what a replica would refuse, refused now
         Settings.from_env({**nodes.base_env(overrides), **secrets.env_for(role)})
     say(f"credentials in {secrets.save(home)} (0600)")
     state = ClusterState(str(home), settings=overrides, workers=workers, threads=threads)
@@ -155,7 +161,7 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     wait_until(lambda: pg_ha.primary() is not None, 90, "PostgreSQL primary", Path(home, "pg1.log"))
     for pg in others:
         start(state, nodes.patroni(pg, home, secrets))
-    pg_ha.create_roles_and_databases(secrets)
+    pg_roles.create_roles_and_databases(secrets)
     wait_until(
         lambda: balancers.vip_holder() is not None, 30, f"a load balancer holding {topology.VIP}"
     )
@@ -167,7 +173,7 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     )
     migrations.upgrade(secrets.database_url("orders", "orders"), "order")
     migrations.upgrade(secrets.database_url("stock", "stock"), "stock")
-    pg_ha.grant_reconciler(secrets)
+    pg_roles.grant_programs(secrets)
     wait_until(pg_ha.replicated, 120, "a synchronous PostgreSQL standby", interval=0.5)
     if not pg_ha.timing_applied():  # a newer Patroni raises short timings: say so, loudly
         say(f"WARNING: Patroni does not run with {pg_ha.TIMING}: failovers will be slower")
@@ -183,7 +189,8 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     wait_replicas_healthy(state)
     say(
         "2 stock and 2 order replicas healthy behind haproxy; "
-        f"{len(topology.RECONCILERS)} elected reconcilers on the order hosts"
+        f"{len(topology.RECONCILERS)} elected reconcilers on the order hosts, "
+        f"{len(topology.RELAYS)} elected relays of the stock events on the stock hosts"
     )
 
 
@@ -194,23 +201,26 @@ def start(state: ClusterState, proc: Proc) -> None:
 
 
 def start_services(state: ClusterState) -> None:
-    """The replicas of both services, and the elected reconcilers on the order hosts."""
+    """The replicas of both services, the elected reconcilers on the order hosts and the
+    elected relays of the stock events on the stock hosts."""
     home = Path(state.home)
     for replica in topology.by_role("stock") + topology.by_role("order"):
         threads = state.threads if replica.role == "stock" else state.threads * 2
         start(state, nodes.service(replica, home, state.settings, state.workers, threads))
     for name, on in topology.RECONCILERS.items():
         start(state, nodes.reconciler(name, topology.host(on), home, state.settings))
+    for name, on in topology.RELAYS.items():
+        start(state, nodes.relay(name, topology.host(on), home, state.settings))
 
 
 def restart_services(state: ClusterState, settings: dict[str, str]) -> None:
     """The replicas again with other settings (chaos with another lock or without fencing)."""
     replicas = [h.name for h in topology.HOSTS if h.role in ("stock", "order")]
-    for name in [*replicas, *topology.RECONCILERS]:
+    for name in [*replicas, *topology.RECONCILERS, *topology.RELAYS]:
         if name in state.procs:
             state.procs[name].kill()
     state.settings = {k: v for k, v in settings.items() if v is not None}
-    for role in ("stock", "order", "reconciler"):
+    for role in ROLES:
         Settings.from_env({**nodes.base_env(state.settings), **state.secrets.env_for(role)})
     start_services(state)
     wait_replicas_healthy(state)

@@ -91,6 +91,8 @@ def files() -> dict[str, str]:
         out[f"keepalived-{lb.name}.conf"] = _written(balancers.keepalived_config, lb)
     for role in ("stock", "order", "reconciler"):
         out[f"{role}.env"] = _env({**PRODUCTION_SETTINGS, **secrets.env_for(role)})
+    relay = {**PRODUCTION_SETTINGS, **topology.RELAY_SETTINGS, **secrets.env_for("relay")}
+    out["relay.env"] = _env(relay)
     out["patroni.env"] = _env(secrets.env_for("patroni"))
     return out
 

@@ -122,13 +122,26 @@ def zk_leader() -> str | None:
 
 
 def reconciler_leader(timeout: float = 3.0) -> str | None:
-    """The name of the elected reconciler that leads now (the contender whose node is first in
-    the election's queue), or None when none is elected or ZooKeeper cannot say."""
+    """The name of the elected reconciler that leads now, or None."""
+    from order_service.reconciler import ELECTION_PATH
+
+    return singleton_leader(ELECTION_PATH, timeout)
+
+
+def relay_leader(timeout: float = 3.0) -> str | None:
+    """The name of the elected relay of the stock events that leads now, or None."""
+    from stock_service.relay import ELECTION_PATH
+
+    return singleton_leader(ELECTION_PATH, timeout)
+
+
+def singleton_leader(election_path: str, timeout: float = 3.0) -> str | None:
+    """The name of an elected singleton that leads now (the contender whose node is first in
+    its election's queue), or None when none is elected or ZooKeeper cannot say."""
     from kazoo.client import KazooClient
     from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
 
-    from order_service.reconciler import ELECTION_PATH
     from shared.locks.zookeeper_claim import SEQUENCE
 
     client = KazooClient(
@@ -140,12 +153,12 @@ def reconciler_leader(timeout: float = 3.0) -> str | None:
         client.start(timeout=timeout)
         queue = [
             (match.group(1), child)
-            for child in client.get_children(ELECTION_PATH)
+            for child in client.get_children(election_path)
             if (match := SEQUENCE.search(child))
         ]
         if not queue:
             return None
-        data, _ = client.get(f"{ELECTION_PATH}/{min(queue)[1]}")
+        data, _ = client.get(f"{election_path}/{min(queue)[1]}")
         return data.decode() or None
     except (KazooException, KazooTimeoutError):
         return None
@@ -231,3 +244,12 @@ def reconciler(name: str, host: Host, home: Path, overrides: dict[str, str]) -> 
     argv = [sys.executable, "-m", "inventory.cli", "reconciler", "--name", name]
     log = str(folder / "reconciler.log")
     return Proc(name, host.name, argv, log, base_env(overrides), identity="reconciler")
+
+
+def relay(name: str, host: Host, home: Path, overrides: dict[str, str]) -> Proc:
+    """An instance of the elected relay of the stock events (`python -m stock_service.relay`,
+    the product's own program), on a stock host."""
+    folder = _folder(home, name)
+    argv = [sys.executable, "-m", "stock_service.relay", "--name", name]
+    env = {**base_env(overrides), **topology.RELAY_SETTINGS}
+    return Proc(name, host.name, argv, str(folder / "relay.log"), env, identity="relay")

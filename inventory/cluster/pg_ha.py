@@ -33,7 +33,6 @@ from pathlib import Path
 from typing import Any
 
 import psycopg
-from psycopg import sql
 
 from inventory.cluster import netns, tls, topology
 from inventory.cluster.secrets import Secrets
@@ -43,19 +42,13 @@ PG_BIN = Path("/usr/lib/postgresql/15/bin")
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's patroni and its kazoo live there
 WRAPPER = Path(__file__).with_name("patroni_digest.py")
 OPERATOR = f"{netns.SUBNET}.1"  # the bridge's address: the root namespace, the operator
-# role -> its database (the reconcilers read and settle orders)
-SERVICE_ROLES = {"orders": "orders", "stock": "stock", "reconciler": "orders"}
+# role -> its database (the reconcilers read and settle orders; the relays publish the stock
+# outbox)
+SERVICE_ROLES = {"orders": "orders", "stock": "stock", "reconciler": "orders", "relay": "stock"}
 OWNED = ("orders", "stock")
 # Patroni's clock (see the module's docstring): how long a dead primary's leader key outlives
 # it, how often each Patroni looks, and how long it retries the store before failsafe mode.
 TIMING = {"ttl": 4, "loop_wait": 1, "retry_timeout": 1}
-RECONCILER_GRANTS = (
-    "GRANT SELECT, UPDATE ON orders, reconciler_fence TO reconciler",
-    "GRANT SELECT ON order_details TO reconciler",
-    # a paid hold whose release the stock service has not acknowledged: found and, once
-    # released, its note removed (order_service/reconcile.py)
-    "GRANT SELECT, DELETE ON hold_release TO reconciler",
-)
 
 
 def require_patroni() -> None:
@@ -264,37 +257,3 @@ def reachable_as(role: str, database: str, secrets: Secrets) -> bool:
         return True
     except psycopg.Error:
         return False
-
-
-def create_roles_and_databases(secrets: Secrets) -> None:
-    """A login role per service and one for the reconcilers; a database per service owned by
-    its role; no one else may connect to it (PUBLIC's CONNECT revoked)."""
-    with psycopg.connect(libpq("postgres", secrets), autocommit=True) as conn:
-        for role in SERVICE_ROLES:
-            exists = conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (role,)).fetchone()
-            verb = "ALTER" if exists else "CREATE"
-            conn.execute(
-                sql.SQL(verb + " ROLE {} LOGIN PASSWORD {}").format(
-                    sql.Identifier(role), sql.Literal(secrets.pg[role])
-                )
-            )
-        for database in OWNED:  # each database's owner is the role of the same name
-            found = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,))
-            if found.fetchone() is None:
-                conn.execute(
-                    sql.SQL("CREATE DATABASE {} OWNER {}").format(
-                        sql.Identifier(database), sql.Identifier(database)
-                    )
-                )
-            conn.execute(
-                sql.SQL("REVOKE ALL ON DATABASE {} FROM PUBLIC").format(sql.Identifier(database))
-            )
-        conn.execute("GRANT CONNECT ON DATABASE orders TO reconciler")
-
-
-def grant_reconciler(secrets: Secrets) -> None:
-    """After the order database's migrations (its tables are the orders role's): what the
-    reconcilers read and move, and nothing else (they insert and delete nothing)."""
-    with psycopg.connect(libpq("orders", secrets), autocommit=True) as conn:
-        for grant in RECONCILER_GRANTS:
-            conn.execute(grant)

@@ -16,6 +16,9 @@ ACL users (Redis 7; `default` is off, so a client without a password is refused 
   deduction is retried);
 - stock: reads and deletes flags, and keeps its own keys (`inventory:*`: Redis locks, their
   fence counter, fault switches) with the commands its lock scripts run;
+- relay: XADD to the stock events' stream and WAIT for the replica, on that one key;
+- events: a consumer of that stream in a consumer group (XREADGROUP, XACK, XGROUP CREATE and
+  DESTROY, XRANGE), on that one key: what the chaos run's consumer logs in as;
 - sentinel: what Redis's documentation lists for a sentinel (INFO, ROLE, REPLICAOF, CONFIG
   REWRITE, CLIENT KILL...); replica: PSYNC and REPLCONF; monitor: PING, INFO, ROLE (the
   operator's readiness checks).
@@ -38,6 +41,8 @@ from inventory.cluster.topology import Host
 
 ORDER_KEYS = "~[0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9][0-9]*"
 STOCK_KEYS = f"{ORDER_KEYS} ~inventory:*"
+# The stock events' stream (STOCK_EVENTS_STREAM's default): the relay's and its readers' only key.
+EVENTS_KEY = f"~{topology.EVENTS_STREAM}"
 PERMISSIONS = {
     "order": f"{ORDER_KEYS} resetchannels -@all +ping +set +del",
     # writes an undecided order's flag again (SET), removes none
@@ -45,6 +50,11 @@ PERMISSIONS = {
     "stock": (
         f"{STOCK_KEYS} resetchannels -@all +ping +exists +get +set +del +incr "
         "+decr +pexpire +pttl +time +wait +eval +evalsha +script|load +script|exists"
+    ),
+    "relay": f"{EVENTS_KEY} resetchannels -@all +ping +xadd +wait",
+    "events": (
+        f"{EVENTS_KEY} resetchannels -@all +ping +xreadgroup +xack +xgroup|create "
+        "+xgroup|destroy +xrange"
     ),
     "sentinel": (
         "allchannels -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite "

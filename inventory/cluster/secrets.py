@@ -5,15 +5,19 @@ PostgreSQL, made at `cluster up`, kept in one file readable by root alone (0600)
 Who may do what (least privilege):
 - ZooKeeper (digest ACLs, inventory/cluster/zk_acl.py): the stock service creates and deletes
   lock nodes under /inventory/locks, the reconcilers election nodes under /inventory/reconciler,
-  Patroni its keys under /service; everyone else may only read.
+  the relays theirs under /inventory/relay, Patroni its keys under /service; everyone else may
+  only read.
 - Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
   the reconcilers set them (an undecided order's flag written again before its deduction is
   retried, issue 31); the stock service reads and deletes them, runs its lock scripts and fault
-  keys; the sentinels and the replica have what failover and replication need; the default user
-  is off, and no one has a @dangerous command.
+  keys; the relays add to the stock events' stream (XADD) and wait for the replica (WAIT); a
+  consumer of the events (`events`: the chaos run's) reads the stream in a consumer group; the
+  sentinels and the replica have what failover and replication need; the default user is off,
+  and no one has a @dangerous command.
 - PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
-  database; the reconcilers read orders and move their status; the superuser only through the
-  database hosts' own socket.
+  database; the reconcilers read orders and move their status; the relays read the stock
+  outbox and mark its rows sent, nothing else; the superuser only through the database hosts'
+  own socket.
 - The services' admin routes: the admin token, as on a single machine. The stock service's
   own routes (reduceStock, voidFlag, returnStock, stockFlow): a token the order service and
   the reconcilers send, so a host that reaches the port can neither deduct nor return stock.
@@ -31,9 +35,9 @@ from urllib.parse import quote
 from inventory.cluster import tls, topology
 
 FILE = "secrets.json"
-ZK_IDENTITIES = ("admin", "stock", "reconciler", "patroni")
-REDIS_USERS = ("order", "stock", "reconciler", "sentinel", "replica", "monitor")
-PG_ROLES = ("postgres", "replicator", "rewind", "orders", "stock", "reconciler")
+ZK_IDENTITIES = ("admin", "stock", "reconciler", "relay", "patroni")
+REDIS_USERS = ("order", "stock", "reconciler", "relay", "events", "sentinel", "replica", "monitor")
+PG_ROLES = ("postgres", "replicator", "rewind", "orders", "stock", "reconciler", "relay")
 
 
 def _new() -> str:
@@ -125,5 +129,12 @@ class Secrets:
                 # without its own URL it looked for Redis on localhost and never could.
                 "REDIS_URL": self.redis_url("reconciler"),
                 "ORDER_DATABASE_URL": self.database_url("reconciler", "orders"),
+            }
+        if role == "relay":
+            return {
+                "ZK_AUTH": self.zk_auth("relay"),  # its election's nodes
+                **self.zk_tls(),
+                "REDIS_URL": self.redis_url("relay"),  # XADD to the stream, WAIT
+                "STOCK_DATABASE_URL": self.database_url("relay", "stock"),  # the outbox only
             }
         raise ValueError(f"no identities for {role!r}")

@@ -1,7 +1,7 @@
 """`inventory cluster status`: each host, what runs on it and in which role now (ZooKeeper leader
 or follower, Redis primary or replica, PostgreSQL primary or synchronous standby, which load
-balancer holds the shared address), the elected reconcilers, and where the credentials are:
-their file's path, never their values."""
+balancer holds the shared address), the elected reconcilers and relays of the stock events, and
+where the credentials are: their file's path, never their values."""
 
 from __future__ import annotations
 
@@ -11,6 +11,22 @@ from typing import Any
 from inventory.cluster import balancers, nodes, pg_ha, redis_ha, topology
 from inventory.cluster.deploy import ClusterState
 from inventory.cluster.secrets import FILE
+
+SINGLETONS = {**topology.RECONCILERS, **topology.RELAYS}  # elected programs, not hosts' own
+
+
+def singletons(state: ClusterState, where: dict[str, str], leader: str | None) -> list[Any]:
+    """Each instance of an elected program: its host, whether it runs, whether it leads."""
+    return [
+        {
+            "name": name,
+            "host": on,
+            "pid": state.procs[name].pid if name in state.procs else None,
+            "running": bool(name in state.procs and state.procs[name].alive()),
+            "leader": name == leader,
+        }
+        for name, on in where.items()
+    ]
 
 
 def role_now(host: topology.Host, state: ClusterState, views: dict[str, Any]) -> str:
@@ -32,7 +48,7 @@ def status(state: ClusterState) -> dict[str, Any]:
     views = {"zk": nodes.zk_modes(), "pg": pg_ha.members(), "vip": balancers.vip_holder()}
     hosts = []
     for h in topology.HOSTS:
-        procs = [p for p in state.on_host(h.name) if p.name not in topology.RECONCILERS]
+        procs = [p for p in state.on_host(h.name) if p.name not in SINGLETONS]
         hosts.append(
             {
                 "name": h.name,
@@ -47,21 +63,11 @@ def status(state: ClusterState) -> dict[str, Any]:
                 "running": all(p.alive() for p in procs),
             }
         )
-    leader = nodes.reconciler_leader()
-    reconcilers = [
-        {
-            "name": name,
-            "host": on,
-            "pid": state.procs[name].pid if name in state.procs else None,
-            "running": bool(name in state.procs and state.procs[name].alive()),
-            "leader": name == leader,
-        }
-        for name, on in topology.RECONCILERS.items()
-    ]
     return {
         "home": state.home,
         "secrets_file": str(Path(state.home, FILE)),
-        "reconcilers": reconcilers,
+        "reconcilers": singletons(state, topology.RECONCILERS, nodes.reconciler_leader()),
+        "relays": singletons(state, topology.RELAYS, nodes.relay_leader()),
         "order_url": topology.ORDER_URL,
         "stock_url": topology.STOCK_URL,
         "database": f"{topology.VIP}:{topology.LB_PG_PORT} (haproxy -> the Patroni primary)",

@@ -2,8 +2,8 @@
 with. No host is single: three ZooKeeper members; two PostgreSQL hosts under Patroni
 (synchronous replication, the primary found through Patroni's REST API); a Redis primary and
 replica watched by three sentinels on other hosts; two stock and two order replicas; two
-reconcilers; two load balancers sharing one address (keepalived, VRRP). And one intruder, a
-host with no credential at all.
+reconcilers; two relays of the stock events; two load balancers sharing one address
+(keepalived, VRRP). And one intruder, a host with no credential at all.
 
 Why haproxy in front of each service rather than a list of URLs with failover in the order
 service: the services stay unaware of how many replicas there are; haproxy's health checks take
@@ -78,6 +78,12 @@ STOCK_URL = f"http://{VIP}:{LB_STOCK_PORT}"
 
 # The elected reconcilers: one on each order host (two or more, on different hosts).
 RECONCILERS = {"rec1": "order1", "rec2": "order2"}
+# The elected relays of the stock events (stock_service/relay.py): one on each stock host.
+RELAYS = {"rel1": "stock1", "rel2": "stock2"}
+# What a relay runs with besides the services' settings: an event is marked sent only once the
+# Redis replica has it too, so a Sentinel failover loses none (the relay's docstring).
+RELAY_SETTINGS = {"STOCK_EVENTS_MIN_REPLICAS": "1"}
+EVENTS_STREAM = "inventory:stock-events"  # STOCK_EVENTS_STREAM's default, which the cluster keeps
 
 # What the replicas run with, besides the addresses. Shorter than the single-node defaults so
 # a fault "past the session timeout" and the recovery after it fit in a run of minutes:

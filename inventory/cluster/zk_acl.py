@@ -9,6 +9,7 @@ may do everything, everyone else may read). So:
     /inventory              superuser only; everyone reads
     /inventory/locks        stock: create, delete (and the rest); everyone reads
     /inventory/reconciler   reconciler: the election's nodes; everyone reads
+    /inventory/relay        relay: the stock events relays' election; everyone reads
     /service                patroni: its leader key, members, sync state; everyone reads
 
 Reading stays open: lock queues, the election and Patroni's state name no secret, and the
@@ -33,6 +34,7 @@ LAYOUT = {
     "/inventory": None,
     "/inventory/locks": "stock",
     "/inventory/reconciler": "reconciler",
+    "/inventory/relay": "relay",
     "/service": "patroni",
 }
 

@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
     status = cluster_status(state)
     print_cluster(status, as_json=args.json)
     running = [h["running"] for h in status["hosts"]] + [
-        r["running"] for r in status["reconcilers"]
+        r["running"] for r in [*status["reconcilers"], *status["relays"]]
     ]
     return 0 if all(running) else 1
 
@@ -91,9 +91,10 @@ def print_cluster(status: dict[str, object], as_json: bool) -> None:
             "yes" if h["running"] else "NO",
         )
     console.print(table)
-    for r in status.get("reconcilers", []):  # type: ignore[attr-defined]
-        role = "leads" if r["leader"] else "stands by"
-        running = "running" if r["running"] else "NOT RUNNING"
-        console.print(f"reconciler {r['name']} on {r['host']}: {running}, {role}")
+    for kind in ("reconcilers", "relays"):
+        for r in status.get(kind, []):  # type: ignore[attr-defined]
+            role = "leads" if r["leader"] else "stands by"
+            running = "running" if r["running"] else "NOT RUNNING"
+            console.print(f"{kind[:-1]} {r['name']} on {r['host']}: {running}, {role}")
     for key in ("order_url", "stock_url", "database", "redis", "secrets_file"):
         console.print(f"{key:14} {status[key]}")
