@@ -6,16 +6,13 @@ which this kernel may lack) is reported as not available, never faked.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import random
-import signal
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inventory.chaos import ha_faults, slow_attempts, targets, zookeeper_faults
+from inventory.chaos import ha_faults, slow_attempts, stock_faults, zookeeper_faults
 from inventory.chaos.processes import kill_replica, restart
 from inventory.chaos.workload import SCARCE
 from inventory.cluster import netns, nodes, pg_ha, redis_ha, topology
@@ -23,7 +20,6 @@ from inventory.cluster.deploy import ClusterState
 from inventory.local.servers import wait_until
 
 SESSION = float(topology.SERVICE_SETTINGS["ZK_SESSION_TIMEOUT"])
-ZK_ADDRESSES = [h.address for h in topology.by_role("zookeeper")]
 
 
 @dataclass(frozen=True)
@@ -43,74 +39,6 @@ def _ns(name: str) -> str:
     return topology.host(name).namespace
 
 
-# --- the faults -------------------------------------------------------------------------------
-
-
-def cut_stock_from_zk(state: ClusterState, rng: random.Random) -> str:
-    netns.cut_from(_ns("stock1"), ZK_ADDRESSES)
-    return "stock1 cut from zk1-3 (the database and Redis still reachable)"
-
-
-def heal_stock_network(state: ClusterState) -> None:
-    netns.heal(_ns("stock1"))
-
-
-def pause_stock_worker(state: ClusterState, rng: random.Random) -> str:
-    """SIGSTOP to a stock worker caught inside its write transaction, holding rows it has
-    written and not committed (found and verified by targets.pause_writer): the paused holder
-    that fencing exists for. If none is caught within 3 s, a worker at random, and the report
-    says so."""
-    caught = targets.pause_writer(state, 3.0)
-    if caught is not None:
-        _paused.append(caught)
-        return (
-            f"SIGSTOP to {caught.replica}'s worker {caught.pid} inside its write transaction, "
-            f"holding the rows of {', '.join(caught.rows)} (caught on signal {caught.attempts})"
-        )
-    replica = rng.choice(("stock1", "stock2"))
-    workers = state.proc(replica).workers()
-    if not workers:
-        return f"{replica} had no worker to pause"
-    pid = rng.choice(workers)
-    _stopped.append(pid)
-    _kill(pid, signal.SIGSTOP)
-    return f"SIGSTOP to {replica}'s worker {pid} (none caught inside a write within 3 s)"
-
-
-_paused: list[targets.Paused] = []
-_stopped: list[int] = []
-
-
-def resume_paused(state: ClusterState) -> str | None:
-    notes = []
-    while _paused:
-        caught = _paused.pop()
-        waiting = targets.resume(state, caught)
-        waited = "1 transaction was" if waiting == 1 else f"{waiting} transactions were"
-        notes.append(f"{waited} waiting for its rows when it was resumed")
-    while _stopped:
-        _kill(_stopped.pop(), signal.SIGCONT)
-    return "; ".join(notes) or None
-
-
-def kill_stock_workers(state: ClusterState, rng: random.Random) -> str:
-    replica = rng.choice(("stock1", "stock2"))
-    workers = state.proc(replica).workers()
-    for pid in workers:
-        _kill(pid, signal.SIGKILL)
-    return f"SIGKILL to {replica}'s workers {workers} (gunicorn starts new ones)"
-
-
-def lose_packets(state: ClusterState, rng: random.Random) -> str:
-    netns.lose_packets(_ns("stock1"), 20)
-    return "20% of stock1's packets dropped at random, both ways (nft numgen)"
-
-
-def _kill(pid: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.kill(pid, sig)
-
-
 FAULTS: dict[str, Fault] = {
     f.name: f
     for f in (
@@ -119,21 +47,21 @@ FAULTS: dict[str, Fault] = {
             "a stock replica cut off from ZooKeeper past the session "
             "timeout: the real stale holder",
             2 * SESSION,
-            cut_stock_from_zk,
-            heal_stock_network,
+            stock_faults.cut_stock_from_zk,
+            stock_faults.heal_stock_network,
         ),
         Fault(
             "pause-stock-worker",
             "a stock worker paused (SIGSTOP) past the session timeout",
             2 * SESSION,
-            pause_stock_worker,
-            resume_paused,
+            stock_faults.pause_stock_worker,
+            stock_faults.resume_paused,
         ),
         Fault(
             "kill-stock-workers",
             "a stock replica's workers SIGKILLed",
             2.0,
-            kill_stock_workers,
+            stock_faults.kill_stock_workers,
             lambda state: None,
         ),
         Fault(
@@ -214,8 +142,8 @@ FAULTS: dict[str, Fault] = {
             "packet-loss",
             "20% packet loss on a stock replica's link",
             10.0,
-            lose_packets,
-            heal_stock_network,
+            stock_faults.lose_packets,
+            stock_faults.heal_stock_network,
         ),
         Fault(
             "kill-order-replica",
@@ -230,6 +158,14 @@ FAULTS: dict[str, Fault] = {
             10.0,
             zookeeper_faults.kill_reconciler_leader,
             zookeeper_faults.restart_reconcilers,
+        ),
+        Fault(
+            "kill-relay-leader",
+            "the elected relay of the stock events that leads killed (SIGKILL), restarted "
+            "after 6 s",
+            6.0,
+            zookeeper_faults.kill_relay_leader,
+            zookeeper_faults.restart_relays,
         ),
         Fault(
             "zk-rolling-restart",
@@ -259,6 +195,7 @@ QUICK = (
     "kill-pg-primary",
     "kill-order-replica",  # leaves orders PENDING mid-request: the reconcilers must settle them
     "kill-reconciler-leader",
+    "kill-relay-leader",  # the stock events' relay fails over: I10 judges what the consumer got
     "slow-first-attempts",  # a refusal, then stock back, then the late attempt: refused too
     "intruder",
 )
@@ -276,7 +213,7 @@ def not_available() -> dict[str, str]:
 
 def heal_everything(state: ClusterState) -> None:
     """After the schedule or a crash of the run: no rule, pause or dead program left."""
-    resume_paused(state)
+    stock_faults.resume_paused(state)
     for h in topology.HOSTS:
         netns.heal(h.namespace)
     zookeeper_faults.forget()

@@ -7,13 +7,13 @@ going on throughout and until at least `min_orders` orders were placed. After th
 order shows the healed cluster serves; then the run only watches: the cluster's own elected
 reconcilers (two, on the order hosts) settle what the faults left PENDING, and the run fails if
 an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing is settled by
-the run itself.
+the run itself. Beside the buyers, an operator adjusts levels (restocks.py), and a consumer
+reads the stock events through the faults (stream_consumer.py): stock_side.py.
 """
 
 from __future__ import annotations
 
 import random
-import statistics
 import time
 import uuid
 from collections.abc import Callable
@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from sqlalchemy import Engine, func, select
 
 from inventory.chaos import (
     checker,
@@ -34,10 +33,10 @@ from inventory.chaos import (
     report,
     slow_attempts,
 )
+from inventory.chaos.settlement import wait_for_settlement
+from inventory.chaos.stock_side import StockSide
 from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, topology
-from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
-from order_service.tables import order_details, orders
 from shared.db import make_engine, utcnow
 
 EXPECTED_RATE = 60  # orders/s this cluster took on this machine under the chaos load
@@ -105,11 +104,22 @@ def _run(
     goods = make_goods(
         f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 5, scarce=scarce
     )
-    with httpx.Client(
-        base_url=topology.STOCK_URL, timeout=10, headers=state.admin_headers()
-    ) as client:
-        for goods_id, level in goods.levels.items():
-            client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
+    side = StockSide(state, goods, config.seed)
+    try:
+        return _under_load(state, config, say, rng, goods, side)
+    finally:
+        side.close()
+
+
+def _under_load(
+    state: deploy.ClusterState,
+    config: ChaosConfig,
+    say: Callable[[str], None],
+    rng: random.Random,
+    goods: Any,
+    side: StockSide,
+) -> dict[str, Any]:
+    side.open()  # the events' consumer, then the seeds
     load = Workload(
         topology.VIP, topology.LB_ORDER_PORT, goods, threads=config.threads, seed=config.seed
     )
@@ -118,6 +128,7 @@ def _run(
     started = time.monotonic()
     wall_start = utcnow()  # the run's second 0 on the databases' clock (the same machine's)
     load.start(started)
+    side.start_keeper(load)
     say(
         f"load: {config.threads} buyers on {len(goods.hot)} hot and {len(goods.others)} other "
         f"goods ids"
@@ -144,6 +155,7 @@ def _run(
     while load.orders < config.min_orders:
         time.sleep(0.5)
     load.stop()
+    side.stop_keeper()
     stopped = load.now()
     say(f"{stopped:6.1f} s  load stopped: {load.orders} orders, {len(load.ops)} sends")
     nemesis.heal_everything(state)
@@ -161,7 +173,9 @@ def _run(
             f"{load.now():6.1f} s  waiting for the cluster's reconcilers to settle every order "
             f"(bound {config.settle_bound:.0f} s after the load)"
         )
-        settled = wait_for_settlement(order_engine, goods.prefix, started + stopped, config)
+        settled = wait_for_settlement(
+            order_engine, goods.prefix, started + stopped, config.settle_bound
+        )
         say(f"{load.now():6.1f} s  {settled.describe()}")
         verdicts = checker.check_run(
             load.ops,
@@ -190,6 +204,8 @@ def _run(
             )
             verdicts.append(verdict)
             late_figures.append(numbers)
+        say(f"{load.now():6.1f} s  checking the adjustments and the stock events the consumer got")
+        verdicts += side.check(stock_engine)
     finally:
         order_engine.dispose()
         stock_engine.dispose()
@@ -205,6 +221,7 @@ def _run(
         "settings": {k: v for k, v in state.settings.items() if k != "ADMIN_TOKEN"},
         "settlement": settled.as_json(),
         "not_available": nemesis.not_available(),
+        **side.summary(),
     }
     if "intruder" in config.faults:
         summary["intruder"] = intruder.summary(ha_faults.attempts)
@@ -212,6 +229,7 @@ def _run(
         summary["late_attempts"] = late_figures
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
+    side.write(config.folder)
     report.write(config.folder, summary, table, verdicts, windows, load.ops)
     return {**summary, "table": table, "verdicts": verdicts}
 
@@ -236,60 +254,3 @@ def _probe(prefix: str, bound: float, admin: dict[str, str]) -> float | None:
                 pass
             time.sleep(0.5)
     return None
-
-
-def pending_count(engine: Engine, prefix: str) -> int:
-    """Orders with a line of this run's goods that the cluster has yet to settle: PENDING,
-    CANCELLING, or holds past their deadline."""
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
-    unsettled = orders.c.status.in_((PENDING, CANCELLING)) | (
-        (orders.c.status == AWAITING_PAYMENT) & (orders.c.pay_deadline <= utcnow())
-    )
-    with engine.connect() as conn:
-        return int(
-            conn.execute(
-                select(func.count()).select_from(orders).where(unsettled, orders.c.id.in_(mine))
-            ).scalar_one()
-        )
-
-
-def reconciled_times(engine: Engine, prefix: str) -> list[float]:
-    """Seconds from placing to settling, for each order of this run the reconcilers settled
-    (their reason says so)."""
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
-    with engine.connect() as conn:
-        rows = conn.execute(
-            select(orders.c.created_at, orders.c.updated_at).where(
-                orders.c.reason.like(f"{RECONCILED}:%"), orders.c.id.in_(mine)
-            )
-        )
-        return sorted((r.updated_at - r.created_at).total_seconds() for r in rows)
-
-
-def wait_for_settlement(
-    engine: Engine, prefix: str, load_ended: float, config: ChaosConfig
-) -> checker.Settlement:
-    """Watch (never act) until no order of the run is PENDING, or the bound after the load."""
-    deadline = load_ended + config.settle_bound
-    pending_at_end = left = pending_count(engine, prefix)
-    while left and time.monotonic() < deadline:
-        time.sleep(1.0)
-        left = pending_count(engine, prefix)
-    times = reconciled_times(engine, prefix)
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
-    with engine.connect() as conn:
-        expired = conn.execute(
-            select(func.count())
-            .select_from(orders)
-            .where(orders.c.reason.like(f"{HOLD_EXPIRED}%"), orders.c.id.in_(mine))
-        ).scalar_one()
-    return checker.Settlement(
-        pending_at_start=pending_at_end,
-        left=left,
-        seconds=round(time.monotonic() - load_ended, 1),
-        bound=config.settle_bound,
-        reconciled=len(times),
-        slowest_s=round(times[-1], 1) if times else None,
-        median_s=round(statistics.median(times), 1) if times else None,
-        expired=int(expired),
-    )

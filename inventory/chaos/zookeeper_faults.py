@@ -1,6 +1,7 @@
 """The nemesis's faults on the coordination side: the ZooKeeper ensemble (its leader killed,
 partitions with and without a quorum, every member restarted in turn) and the elected
-reconcilers (the leader killed). Each an inject and its heal, as nemesis.py registers them."""
+singletons on it (the reconcilers' and the stock events relays' leader killed). Each an inject
+and its heal, as nemesis.py registers them."""
 
 from __future__ import annotations
 
@@ -65,24 +66,39 @@ def heal_zk_partition(state: ClusterState) -> None:
 def kill_reconciler_leader(state: ClusterState, rng: random.Random) -> str:
     """SIGKILL to the elected reconciler that leads: no resignation; its node goes with its
     session, and a standby on the other order host takes over."""
-    leader = nodes.reconciler_leader()
+    return _kill_leader(state, "reconciler", nodes.reconciler_leader(), topology.RECONCILERS)
+
+
+def kill_relay_leader(state: ClusterState, rng: random.Random) -> str:
+    """SIGKILL to the relay of the stock events that leads, between or inside its rounds: what
+    it published and had not marked sent is sent again by the standby (repeats, no loss)."""
+    return _kill_leader(state, "relay", nodes.relay_leader(), topology.RELAYS)
+
+
+def _kill_leader(state: ClusterState, what: str, leader: str | None, where: dict[str, str]) -> str:
     if leader is None or leader not in state.procs:
-        return "no reconciler leader to kill"
+        return f"no {what} leader to kill"
     state.proc(leader).kill()
-    _killed_reconcilers.append(leader)
-    host = topology.RECONCILERS[leader]
-    return f"reconciler leader {leader} (on {host}) killed"
+    _killed_singletons.append(leader)
+    return f"{what} leader {leader} (on {where[leader]}) killed"
 
 
-_killed_reconcilers: list[str] = []
+_killed_singletons: list[str] = []
 
 
 def restart_reconcilers(state: ClusterState) -> str | None:
-    names = list(_killed_reconcilers)
-    while _killed_reconcilers:
-        restart(_killed_reconcilers.pop())(state)
-    now = nodes.reconciler_leader()
-    return f"{', '.join(names)} restarted; leading now: {now}" if names else None
+    return _restart_singletons(state, nodes.reconciler_leader)
+
+
+def restart_relays(state: ClusterState) -> str | None:
+    return _restart_singletons(state, nodes.relay_leader)
+
+
+def _restart_singletons(state: ClusterState, leader: Callable[[], str | None]) -> str | None:
+    names = list(_killed_singletons)
+    while _killed_singletons:
+        restart(_killed_singletons.pop())(state)
+    return f"{', '.join(names)} restarted; leading now: {leader()}" if names else None
 
 
 def _restart_member(state: ClusterState, name: str) -> None:
@@ -123,5 +139,5 @@ def forget() -> None:
     """After everything was healed: no fault of these is pending."""
     _partitioned.clear()
     _killed_zk.clear()
-    _killed_reconcilers.clear()
+    _killed_singletons.clear()
     _rolling.clear()

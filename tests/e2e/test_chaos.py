@@ -1,11 +1,12 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
 cluster comes up replicated and authenticated (no credential in its state file, status or
-logs), PostgreSQL, Redis and ZooKeeper speaking TLS only, the quick run must come out valid
-with a PostgreSQL failover, the intruder and the late first attempts after a refusal
-(slow-first-attempts) in it, a run without a lock must be caught overselling, a run without
-fencing must be caught losing an update when a worker is paused inside its write, and
-`cluster down` must leave nothing behind. Needs root (namespaces, nftables): fails loudly
-without it, like every test that needs a server."""
+logs), PostgreSQL, Redis and ZooKeeper speaking TLS only; the quick run must come out valid
+with a PostgreSQL failover, the intruder, the late first attempts after a refusal
+(slow-first-attempts), an operator's adjustments and a consumer of the stock events in it; a
+run without a lock must be caught overselling, a run without fencing must be caught losing an
+update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
+Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
+server."""
 
 from __future__ import annotations
 
@@ -73,6 +74,9 @@ def test_status_names_every_host_and_its_role_now(cluster: Path) -> None:
     assert sorted(r["host"] for r in reconcilers) == ["order1", "order2"]  # two hosts
     assert all(r["running"] for r in reconcilers)
     assert sum(r["leader"] for r in reconcilers) == 1
+    relays = json.loads(status.stdout)["relays"]  # the stock events' relays, one leading
+    assert sorted(r["host"] for r in relays) == ["stock1", "stock2"]
+    assert all(r["running"] for r in relays) and sum(r["leader"] for r in relays) == 1
 
 
 def test_credentials_are_in_one_private_file_and_nowhere_else(cluster: Path) -> None:
@@ -239,6 +243,7 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "kill-pg-primary",
         "kill-order-replica",
         "kill-reconciler-leader",
+        "kill-relay-leader",
         "slow-first-attempts",
         "intruder",
     ]
@@ -279,6 +284,16 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
 
     state = deploy.load_state()
     assert state is not None and deploy.stock_settings_added(state) == {}
+    # The stock side (issue 30): an operator's adjustments during the faults, each answer held
+    # by the ledger (HA); a consumer of the stock events that got every outbox row of the run
+    # once after dropping repeats, in ledger order per goods id, replaying the final levels
+    # (I10), through a Redis failover and the relay leader's death.
+    assert checks["HA"]["verdict"] == "valid", checks["HA"]
+    assert result["adjustments"]["made"] > 0, result["adjustments"]
+    assert checks["I10"]["verdict"] == "valid", checks["I10"]
+    assert result["events"]["distinct"] > result["orders"], result["events"]
+    relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
+    assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.
     assert checks["IN"]["verdict"] == "valid"
     intrusion = result["intruder"]

@@ -1,0 +1,114 @@
+"""The chaos run's checks of the ledger and its events (issue 30), beside the order checks:
+
+HA  an adjustment's answer holds: one answered 201 has exactly one ledger entry (found by its
+    `reference`) with the delta and seq it was told; one refused (409 stale or below zero, any
+    4xx) has none; one with no answer or a 5xx has at most one; no entry of the run's
+    references that the operator did not send;
+I10 the stock events a consumer got through the faults (stream_consumer.py): every outbox row of
+    the run's goods exactly once after dropping repeats, in ledger order per goods id, the
+    levels replaying to the final ones (inventory/check/events.py, the same check as
+    `inventory check`'s).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import Engine, select
+
+from inventory.chaos.restocks import Adjust
+from inventory.chaos.stream_consumer import StreamConsumer
+from inventory.chaos.verdict import UNKNOWN, VALID, VIOLATED, Verdict, violated_if
+from inventory.check.events import check_events
+from inventory.check.events_source import read_outbox, wait_until_sent
+from stock_service.tables import stock_adjustment
+
+SEND_WAIT = 60.0  # seconds the relays get to send the run's last rows after the settlement
+RECEIVE_WAIT = 30.0  # and the consumer to receive them
+
+
+@dataclass(frozen=True)
+class Entry:
+    """An adjustment's ledger entry, as HA needs it."""
+
+    reference: str
+    goods_id: str
+    seq: int
+    delta: int
+
+
+def read_entries(stock_engine: Engine, prefix: str) -> list[Entry]:
+    a = stock_adjustment.c
+    query = select(a.reference, a.goods_id, a.seq, a.delta).where(a.reference.like(f"{prefix}%"))
+    with stock_engine.connect() as conn:
+        return [
+            Entry(r.reference, r.goods_id, int(r.seq), int(r.delta)) for r in conn.execute(query)
+        ]
+
+
+def adjustments_hold(adjusts: Sequence[Adjust], entries: Iterable[Entry]) -> Verdict:
+    found: dict[str, list[Entry]] = defaultdict(list)
+    for entry in entries:
+        found[entry.reference].append(entry)
+    bad: list[str] = []
+    counts = {"made": 0, "refused": 0, "unknown": 0}
+    for op in adjusts:
+        mine = found.pop(op.reference, [])
+        if op.status == 201:
+            counts["made"] += 1
+            if len(mine) != 1:
+                bad.append(f"{op.reference}: answered 201, {len(mine)} ledger entries")
+            elif (mine[0].delta, mine[0].seq, mine[0].goods_id) != (op.delta, op.seq, op.goods_id):
+                told = f"{op.goods_id} seq {op.seq} delta {op.delta}"
+                bad.append(f"{op.reference}: told {told}, the ledger has {mine[0]}")
+        elif op.known:
+            counts["refused"] += 1
+            if mine:
+                bad.append(f"{op.reference}: answered {op.status}, yet {len(mine)} entries")
+        else:
+            counts["unknown"] += 1
+            if len(mine) > 1:
+                bad.append(f"{op.reference}: no answer, {len(mine)} ledger entries")
+    bad += [f"{ref}: {len(e)} entries the operator never sent" for ref, e in found.items()]
+    by_reason = Counter(op.reason for op in adjusts)
+    reasons = ", ".join(f"{r} {n}" for r, n in sorted(by_reason.items())) or "none"
+    return Verdict(
+        "HA",
+        "every adjustment's answer holds in the ledger",
+        violated_if(bad),
+        f"{len(adjusts)} adjustments ({reasons}): {counts['made']} made, {counts['refused']} "
+        f"refused, {counts['unknown']} without an answer; {len(bad)} contradicted by the ledger",
+        bad[:20],
+    )
+
+
+def events_received(consumer: StreamConsumer, stock_engine: Engine, prefix: str) -> Verdict:
+    """I10 on what the run's consumer got: once the relays sent every row of the run's goods
+    (they run on; the run only waits) and the consumer received them (or the waits ran out:
+    then the check names what is missing)."""
+    try:
+        waited, unsent = wait_until_sent(stock_engine, prefix, SEND_WAIT)
+        rows, levels = read_outbox(stock_engine, prefix)
+    except Exception as exc:
+        return Verdict("I10", "stock events", UNKNOWN, f"{type(exc).__name__}: {exc}")
+    missing = consumer.wait_for({row.id for row in rows}, RECEIVE_WAIT)
+    result = check_events(rows, consumer.received(), levels)
+    detail = result.detail
+    if unsent:
+        detail = f"{unsent} rows still unsent {waited:.0f} s after the settlement; " + detail
+    if missing:
+        detail = f"{len(missing)} not received in {RECEIVE_WAIT:.0f} s; " + detail
+    if consumer.errors:
+        shown = "; ".join(consumer.errors[:5])
+        detail += f" (the consumer's reads were interrupted {len(consumer.errors)} times: {shown})"
+    numbers = result.numbers
+    examples = [str(x) for k, v in numbers.items() if isinstance(v, list) for x in v][:20]
+    return Verdict(
+        "I10",
+        result.name,
+        VALID if result.ok else VIOLATED,
+        detail,
+        examples,
+    )

@@ -1,0 +1,112 @@
+"""What a chaos run does on the stock side besides the buyers (issue 30): it opens a consumer of
+the stock events before anything of the run is written, seeds the run's goods (each seed an
+adjustment of reason `set`) with low-stock thresholds on the hot ones, runs the stock keeper
+(restocks.py) beside the buyers, and after the settlement judges the adjustments (HA) and the
+events the consumer got (I10)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine
+
+from inventory.chaos import ledger_checks, restocks
+from inventory.chaos.restocks import StockKeeper
+from inventory.chaos.stream_consumer import StreamConsumer
+from inventory.chaos.verdict import Verdict
+from inventory.chaos.workload import Goods, Workload
+from inventory.cluster import topology
+from inventory.cluster.deploy import ClusterState
+
+LOW_STOCK = 10  # the hot goods' threshold: low_stock, out_of_stock, back_in_stock events
+
+
+@dataclass
+class StockSide:
+    state: ClusterState
+    goods: Goods
+    seed: int = 1
+    consumer: StreamConsumer | None = None
+    keeper: StockKeeper | None = None
+    verdicts: list[Verdict] = field(default_factory=list)
+
+    def open(self) -> None:
+        """The consumer's group first (it gets every event from here on), then the seeds."""
+        self.consumer = StreamConsumer(
+            self.state.secrets.redis_url("events"),
+            topology.EVENTS_STREAM,
+            group=f"chaos-{self.goods.prefix}",
+            prefix=self.goods.prefix,
+        )
+        self.consumer.open()
+        self.consumer.start()
+        headers = self.state.admin_headers()
+        with httpx.Client(base_url=topology.STOCK_URL, timeout=10, headers=headers) as client:
+            for goods_id, level in self.goods.levels.items():
+                client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
+            for goods_id in self.goods.hot:
+                answer = client.put(f"/stock/{goods_id}/threshold", json={"lowStock": LOW_STOCK})
+                answer.raise_for_status()
+
+    def start_keeper(self, load: Workload) -> None:
+        """Adjustments beside the buyers, on the hot and the other goods (the scarce goods of
+        slow-first-attempts are left alone: its LA figures rebuild their levels from flows and
+        returns alone)."""
+        self.keeper = StockKeeper(
+            topology.VIP,
+            topology.LB_STOCK_PORT,
+            self.state.admin_headers(),
+            self.goods.prefix,
+            hot=list(self.goods.hot),
+            others=list(self.goods.others),
+            clock=load,
+            seed=self.seed,
+        )
+        self.keeper.start()
+
+    def stop_keeper(self) -> None:
+        if self.keeper is not None:
+            self.keeper.stop()
+
+    def check(self, stock_engine: Engine) -> list[Verdict]:
+        """After the settlement: HA, then I10 (which waits for the relays and the consumer)."""
+        assert self.consumer is not None and self.keeper is not None
+        prefix = self.goods.prefix
+        try:
+            entries = ledger_checks.read_entries(stock_engine, prefix)
+            self.verdicts.append(ledger_checks.adjustments_hold(self.keeper.ops, entries))
+        except Exception as exc:
+            self.verdicts.append(
+                Verdict("HA", "adjustments", "unknown", f"{type(exc).__name__}: {exc}")
+            )
+        self.verdicts.append(ledger_checks.events_received(self.consumer, stock_engine, prefix))
+        return self.verdicts
+
+    def close(self) -> None:
+        self.stop_keeper()
+        if self.consumer is not None:
+            self.consumer.stop()
+
+    def summary(self) -> dict[str, Any]:
+        ops = self.keeper.ops if self.keeper else []
+        received = self.consumer.received() if self.consumer else []
+        return {
+            "adjustments": {
+                "sent": len(ops),
+                "made": sum(1 for op in ops if op.status == 201),
+                "refused": sum(1 for op in ops if op.known and op.status != 201),
+                "unknown": sum(1 for op in ops if not op.known),
+            },
+            "events": {
+                "received": len(received),
+                "distinct": len({f.get("id") for _, f in received}),
+                "interrupted": len(self.consumer.errors) if self.consumer else 0,
+                "regrouped": self.consumer.regrouped if self.consumer else 0,
+            },
+        }
+
+    def write(self, folder: Path) -> None:
+        restocks.write(self.keeper.ops if self.keeper else [], folder / "adjustments.jsonl")
