@@ -1,19 +1,21 @@
-"""`inventory bench --auth`: what the cluster's authentication costs, each part with and without
-it, side by side in one run, on servers of the bench's own (a ZooKeeper, a Redis, and, as root,
-a PostgreSQL made with initdb; the machine's own servers are not touched).
+"""`inventory bench --auth`: what the cluster's authentication and TLS cost, each part with and
+without, side by side in one run, on servers of the bench's own (ZooKeepers, Redises, and, as
+root, a PostgreSQL made with initdb; the machine's own servers are not touched).
 
 Authentication happens when a connection or session opens (ZooKeeper digest, Redis AUTH,
 PostgreSQL scram-sha-256), plus an ACL check on each ZooKeeper write and each Redis command,
 and a token comparison on each stock-service request. The services keep their connections
 (pools, one ZooKeeper session per process), so an order pays the per-request checks only;
 the per-connection price is paid again after a fault, when every connection is remade. Both
-are measured: a fresh connection's rate, and a pooled operation's rate.
+are measured: a fresh connection's rate, and a pooled operation's rate. TLS likewise, for
+ZooKeeper (auth_zk_tls.py), Redis (auth_redis_tls.py: also redis-py's SSL context per
+connection against shared/redis_tls.py's one per process) and PostgreSQL (auth_postgres.py);
+and what a fault costs the pools, timed: a Sentinel failover (auth_failover.py).
 """
 
 from __future__ import annotations
 
 import shutil
-import subprocess
 import tempfile
 import time
 import uuid
@@ -24,17 +26,14 @@ import redis
 from kazoo.client import KazooClient
 from kazoo.security import make_digest_acl
 
+from inventory.bench.auth_failover import THREADS, failovers
 from inventory.bench.auth_pair import PASSWORD, Pair, measure_pair
 from inventory.bench.auth_postgres import own_postgres, postgres_pairs
+from inventory.bench.auth_redis_tls import redis_tls_pairs
+from inventory.bench.auth_show import cpu_table, failover_table
+from inventory.bench.auth_zk_tls import zookeeper_tls_pairs
 from inventory.bench.limits import quiet_kazoo
-from inventory.cluster import tls
-from inventory.local.servers import (
-    ServerProcess,
-    free_port,
-    start_redis,
-    start_zookeeper,
-    wait_until,
-)
+from inventory.local.servers import ServerProcess, start_redis, start_zookeeper
 
 # --- ZooKeeper ------------------------------------------------------------------------------------
 
@@ -135,65 +134,6 @@ def redis_pairs(server: ServerProcess, seconds: float) -> list[Pair]:
         authed.close()
 
 
-def redis_tls_pairs(folder: Path, seconds: float) -> list[Pair]:
-    """One redis-server with a plain port and a TLS port (the cluster's settings, tls.py):
-    the same commands over each."""
-    tls.make_server(folder, tls.REDIS_STEM, ["127.0.0.1"])
-    ca = str(folder / tls.FOLDER / tls.CA)
-    plain_port, tls_port = free_port(), free_port()
-    lines = tls.redis_server_lines(ca, tls_port).replace("port 0\n", f"port {plain_port}\n")
-    config = folder / "redis-tls.conf"
-    config.write_text(f'bind 127.0.0.1\nsave ""\nappendonly no\n{lines}')
-    server = subprocess.Popen(
-        ["redis-server", str(config)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    clear = redis.Redis(host="127.0.0.1", port=plain_port, protocol=2)
-    secure = redis.Redis(
-        host="127.0.0.1",
-        port=tls_port,
-        protocol=2,
-        **tls.redis_client_kwargs(ca),  # type: ignore[arg-type]
-    )
-    try:
-        wait_until(lambda: bool(clear.ping()), 20, "the bench's Redis with TLS")
-
-        def fresh(port: int, extra: dict[str, object]) -> Callable[[], None]:
-            def run() -> None:
-                client = redis.Redis(host="127.0.0.1", port=port, protocol=2, **extra)  # type: ignore[arg-type]
-                client.ping()
-                client.close()
-
-            return run
-
-        def flag(client: redis.Redis) -> Callable[[], object]:
-            return lambda: (
-                client.set("1795560000000ab", "orderId"),
-                client.delete("1795560000000ab"),
-            )
-
-        return [
-            measure_pair(
-                "Redis TLS",
-                "connection opened, PING, closed (clear vs TLS, verified)",
-                fresh(plain_port, {}),
-                fresh(tls_port, tls.redis_client_kwargs(ca)),
-                seconds,
-            ),
-            measure_pair(
-                "Redis TLS",
-                "flag SET + DEL on a kept connection (clear vs TLS)",
-                flag(clear),
-                flag(secure),
-                seconds,
-            ),
-        ]
-    finally:
-        clear.close()
-        secure.close()
-        server.terminate()
-        server.wait(10)
-
-
 # --- the stock service's token --------------------------------------------------------------------
 
 
@@ -226,23 +166,32 @@ def tokenmeasure_pair(seconds: float) -> Pair:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def run(seconds: float = 6.0, say: Callable[[str], None] = print) -> list[Pair]:
+def run(seconds: float = 6.0, say: Callable[..., object] = print) -> list[Pair]:
+    """Every pair, each part on servers of its own started in turn (two JVMs or a ZooKeeper
+    and a failover at once would be noise on 2 cores); the client's CPU per operation and the
+    failover timed are shown here (`say` is the console's print), the pairs by the caller."""
     pairs: list[Pair] = []
     with tempfile.TemporaryDirectory(prefix="bench-auth-") as tmp:
         folder = Path(tmp)
         folder.chmod(0o755)  # the postgres user reaches its data folder through it
         zk = start_zookeeper(folder / "zk", fsync=False)
-        server = start_redis(folder / "redis")
         try:
             time.sleep(3)  # ZooKeeper's JVM compiles its hot paths in its first seconds
             say("ZooKeeper ...")
             pairs += zookeeper_pairs(zk, seconds)
-            say("Redis ...")
-            pairs += redis_pairs(server, seconds)
-            pairs += redis_tls_pairs(folder, seconds)
         finally:
             zk.stop()
+        say("ZooKeeper TLS ...")
+        pairs += zookeeper_tls_pairs(folder / "zk-tls", seconds)
+        server = start_redis(folder / "redis")
+        try:
+            say("Redis ...")
+            pairs += redis_pairs(server, seconds)
+        finally:
             server.stop()
+        pairs += redis_tls_pairs(folder, seconds)
+        say(f"Redis: a Sentinel failover with {THREADS} threads, twice ...")
+        switched = failovers(folder / "failover")
         with own_postgres(folder / "pgdir") as server_pg:
             if server_pg is None:
                 say("PostgreSQL: skipped (initdb needs root, to run as the postgres user)")
@@ -251,4 +200,6 @@ def run(seconds: float = 6.0, say: Callable[[str], None] = print) -> list[Pair]:
                 pairs += postgres_pairs(*server_pg, seconds)
     say("the stock service's token ...")
     pairs.append(tokenmeasure_pair(seconds))
+    say(cpu_table(pairs))
+    say(failover_table(switched))
     return pairs

@@ -1,5 +1,6 @@
 """What a bench run measures: its sizes (BenchConfig, with the quick and smoke presets) and the
-stack configurations it compares (a lock backend, a scope, combining on or off)."""
+stack configurations it compares (a lock backend, a scope, combining on or off, the outbox of
+stock events on or off)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,9 @@ class BenchConfig:
     one_at_a_time: bool = True  # each backend also with DEDUCT_BATCH_MAX=1
     database_url: str | None = None  # a server; the bench makes a database of its own there
     peer: bool = True  # the one-database peer beside genOrder (inventory/bench/peer/)
+    # Also the ZooKeeper stack with combining with STOCK_EVENTS=false (no outbox row written
+    # with each ledger line), reduceStock and genOrder, beside the same stack with them.
+    outbox_off: bool = False
     keep: bool = False
 
     @classmethod
@@ -53,6 +57,7 @@ class BenchConfig:
             backends=("zookeeper", NO_LOCK),
             global_scope=False,
             one_at_a_time=False,
+            outbox_off=True,
         )
 
     @classmethod
@@ -65,6 +70,7 @@ class BenchConfig:
             warmup_seconds=0.2,
             spread_goods=5,
             backends=("zookeeper", NO_LOCK),
+            outbox_off=True,
         )
 
 
@@ -73,16 +79,24 @@ class StackConfig:
     backend: str
     scope: str = "sku"
     batch_max: int = COMBINING
+    events: bool = True  # STOCK_EVENTS: each ledger line's events written to the outbox
 
     @property
     def label(self) -> str:
-        return label(self.backend, self.scope, self.batch_max)
+        return label(self.backend, self.scope, self.batch_max, self.events)
+
+    @property
+    def orders(self) -> bool:
+        """POST /genOrder is measured on it too: the ZooKeeper stack with combining, with the
+        outbox and without."""
+        return (self.backend, self.scope, self.batch_max) == ("zookeeper", "sku", COMBINING)
 
     def env(self) -> dict[str, str]:
         return {
             "LOCK_BACKEND": self.backend,
             "LOCK_SCOPE": self.scope,
             "DEDUCT_BATCH_MAX": str(self.batch_max),
+            "STOCK_EVENTS": "true" if self.events else "false",
         }
 
 
@@ -101,6 +115,8 @@ def stack_configs(config: BenchConfig, database: str, notes: list[str]) -> list[
         scopes = ("sku", "global") if config.global_scope and backend == "zookeeper" else ("sku",)
         for scope in scopes:
             out.append(StackConfig(backend, scope, COMBINING))
+            if config.outbox_off and backend == "zookeeper" and scope == "sku":
+                out.append(StackConfig(backend, scope, COMBINING, events=False))
             if config.one_at_a_time:
                 out.append(StackConfig(backend, scope, 1))
     return out

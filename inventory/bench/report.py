@@ -12,13 +12,16 @@ NO_LOCK = "none"
 PEER = "one-database peer"  # the label of the peer's measures (inventory/bench/peer/)
 COMBINING = 32  # DEDUCT_BATCH_MAX of the combining configurations (the service's default)
 COMBINING_SUFFIX, SINGLE_SUFFIX = " combining", " one at a time"
+OUTBOX_OFF = " outbox off"  # STOCK_EVENTS=false: no stock events written with the ledger
 
 
-def label(backend: str, scope: str, batch_max: int) -> str:
-    """A configuration's name: `zookeeper/sku combining`, `redis/sku one at a time`, `none`."""
+def label(backend: str, scope: str, batch_max: int, events: bool = True) -> str:
+    """A configuration's name: `zookeeper/sku combining`, `redis/sku one at a time`, `none`,
+    `zookeeper/sku combining outbox off`."""
     if backend == NO_LOCK:
         return NO_LOCK
-    return f"{backend}/{scope}" + (SINGLE_SUFFIX if batch_max == 1 else COMBINING_SUFFIX)
+    name = f"{backend}/{scope}" + (SINGLE_SUFFIX if batch_max == 1 else COMBINING_SUFFIX)
+    return name + ("" if events else OUTBOX_OFF)
 
 
 @dataclass
@@ -95,8 +98,10 @@ class BenchReport:
     def reduce_of(self, config: str, goods: int) -> Measure | None:
         return next((m for m in self.reduce if m.config == config and m.goods == goods), None)
 
-    def order_of(self, goods: int) -> Measure | None:
-        return next((m for m in self.gen_order if m.goods == goods), None)
+    def order_of(self, goods: int, events: bool = True) -> Measure | None:
+        """genOrder on the ZooKeeper stack with combining (with the outbox, or without)."""
+        config = label("zookeeper", "sku", COMBINING, events)
+        return next((m for m in self.gen_order if m.goods == goods and m.config == config), None)
 
     def peer_of(self, goods: int) -> Measure | None:
         return next((m for m in self.peer if m.goods == goods), None)
@@ -200,9 +205,32 @@ class BenchReport:
             )
         return out
 
+    def outbox_pairs(self) -> list[tuple[str, Measure, Measure]]:
+        """(load, with the outbox, without) for reduceStock and genOrder on the ZooKeeper stack
+        with combining, where the run measured both."""
+        on, off = label("zookeeper", "sku", COMBINING), label("zookeeper", "sku", COMBINING, False)
+        out = []
+        for goods in sorted({1, self.spread}):
+            with_it, without = self.reduce_of(on, goods), self.reduce_of(off, goods)
+            if with_it and without:
+                out.append((f"reduceStock, {goods} goods", with_it, without))
+        for goods in sorted({1, self.spread}):
+            with_it, without = self.order_of(goods), self.order_of(goods, events=False)
+            if with_it and without:
+                out.append((f"genOrder, {goods} goods", with_it, without))
+        return out
+
     def ratios(self) -> dict[str, float]:
-        """Every target's ratio, and what combining gains per backend and load."""
+        """Every target's ratio, what combining gains per backend and load, and what the
+        outbox costs (events on / off: the rate, the stack's CPU per request)."""
         out = {t.name: round(t.value, 3) for t in self.targets()}
+        for load, on, off in self.outbox_pairs():
+            if off.per_second:
+                out[f"outbox on / off, {load}: rate"] = round(on.per_second / off.per_second, 3)
+            if off.stack_cpu_ms:
+                out[f"outbox on / off, {load}: stack CPU per request"] = round(
+                    on.stack_cpu_ms / off.stack_cpu_ms, 3
+                )
         for m in self.reduce:
             if m.config.endswith(COMBINING_SUFFIX):
                 base = m.config.removesuffix(COMBINING_SUFFIX)

@@ -12,6 +12,9 @@ side by side in one run.
 4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round, on one hot
    goods id and on `spread_goods` ids, next to that stack's reduceStock: the CPU of each order
    by process (order service, stock service, ZooKeeper, Redis, and the client on its own).
+   With `outbox_off` (--order-path), the same stack with STOCK_EVENTS=false takes a turn of its
+   own in the rotation, reduceStock and genOrder: what writing the outbox costs. (The bench's
+   stacks run no relay: the cost is the outbox rows written in the deduction's commit.)
 5. The one-database peer (peer/: one Flask app, one transaction per order, no lock service,
    no Redis, no second service), a turn of its own in the same rotation: the same POST
    /genOrder load on one hot goods id and on `spread_goods` ids, with the same client and
@@ -37,7 +40,7 @@ from inventory.bench.limits import measure_limits, warm_up_zookeeper
 from inventory.bench.loads import order_load, reduce_calls, reduce_load, seed_goods
 from inventory.bench.peer import prepare, start_peer
 from inventory.bench.pg_cpu import DatabaseCpu
-from inventory.bench.report import COMBINING, PEER, BenchReport, label
+from inventory.bench.report import PEER, BenchReport
 from inventory.bench.tally import Tally, measured
 from inventory.local import stack, stack_state
 from inventory.local.etcd_server import start_etcd
@@ -101,7 +104,7 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         if config.peer and StackConfig("zookeeper") in configs:
             turns.append(PEER)
         tallies: dict[tuple[StackConfig, int], Tally] = {}
-        order_tallies: dict[int, Tally] = {}
+        order_tallies: dict[tuple[str, int], Tally] = {}  # (configuration, goods)
         peer_tallies: dict[int, Tally] = {}
         for round_no in range(config.rounds):
             shift = round_no % len(turns)
@@ -131,11 +134,12 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                         pids = _pids(state, own, ("stock_service",))
                         run = partial(reduce_load, state, calls, config.concurrency)
                         tally.add(*measured(pids, database, run))
-                    if stack_config == StackConfig("zookeeper"):
+                    if stack_config.orders:
                         # POST /genOrder, one unit of one goods id each (the goods reduceStock
                         # used, stocked far above any run's demand: every order confirmed).
                         for goods_count in (1, config.spread_goods):
-                            tally = order_tallies.setdefault(goods_count, Tally())
+                            key = (stack_config.label, goods_count)
+                            tally = order_tallies.setdefault(key, Tally())
                             pids = _pids(state, own, ("stock_service", "order_service"))
                             run = partial(
                                 order_load,
@@ -154,10 +158,10 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                 name = f"reduceStock {stack_config.label}, {goods_count} goods"
                 tally = tallies[(stack_config, goods_count)]
                 report.reduce.append(tally.measure(name, stack_config.label, goods_count))
-        zookeeper = label("zookeeper", "sku", COMBINING)
-        for goods_count, tally in sorted(order_tallies.items()):
-            name = f"genOrder {zookeeper}, {goods_count} goods"
-            report.gen_order.append(tally.measure(name, zookeeper, goods_count))
+        # The stack with the outbox first (sorted: its label is the other's prefix).
+        for (config_label, goods_count), tally in sorted(order_tallies.items()):
+            name = f"genOrder {config_label}, {goods_count} goods"
+            report.gen_order.append(tally.measure(name, config_label, goods_count))
         for goods_count, tally in sorted(peer_tallies.items()):
             name = f"{PEER}, {goods_count} goods"
             report.peer.append(tally.measure(name, PEER, goods_count))
@@ -227,7 +231,7 @@ def _seed_and_warm_up(
     everything = goods[1] + goods[config.spread_goods]
     calls = reduce_calls(state.redis_url, everything, max(2 * len(everything), 64), seed=0)
     reduce_load(state, calls, config.concurrency)
-    if stack_config == StackConfig("zookeeper"):  # the order path is measured on it: warm it
+    if stack_config.orders:  # the order path is measured on it: warm it
         order_load(state.order_url, everything, max(2 * len(everything), 64), config.concurrency)
     return goods
 

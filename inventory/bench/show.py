@@ -26,7 +26,10 @@ def print_report(report: BenchReport, console: Any) -> None:
             f"{report.concurrency} callers, median of {report.rounds} round(s)"
         ),
         caption="batch: mean / p99 requests per lock hold (genOrder: orders per batch of the "
-        "order service); CPU ms: per request, every process",
+        "order service); CPU ms: per request, every process"
+        + (
+            "; no outbox: zk/sku combining with STOCK_EVENTS=false" if report.outbox_pairs() else ""
+        ),
     )
     table.columns[0].no_wrap = True
     for m in measures:
@@ -64,6 +67,7 @@ def print_report(report: BenchReport, console: Any) -> None:
     console.print(stages)
     if report.gen_order:
         console.print(orders)
+    print_outbox(report, console)
     targets = Table("ratio", "value", "goal", "", title="targets")
     for t in report.targets():
         if not t.figures:
@@ -94,12 +98,70 @@ def print_report(report: BenchReport, console: Any) -> None:
         )
 
 
+def print_outbox(report: BenchReport, console: Any) -> None:
+    """What the outbox costs (--order-path): the ZooKeeper stack with combining with stock
+    events written (the default) and with STOCK_EVENTS=false, same run, same rounds; the rates,
+    the stack's CPU per request (the client left out) and each process's, with the ratios."""
+    from rich.table import Table
+
+    pairs = report.outbox_pairs()
+    if not pairs:
+        return
+    table = Table(
+        "zk/sku combining",
+        "on /s",
+        "off /s",
+        "on/off",
+        "CPU on",
+        "CPU off",
+        "on/off",
+        title="the outbox: stock events on (default) vs off (STOCK_EVENTS=false)",
+        caption="CPU: ms per request of the stack's processes, the client left out",
+    )
+    processes = Table(
+        "zk/sku combining",
+        "process",
+        "CPU on",
+        "CPU off",
+        "on/off",
+        title="the outbox, by process: CPU ms per request",
+    )
+    for load, on, off in pairs:
+        table.add_row(
+            load,
+            f"{on.per_second:.0f}",
+            f"{off.per_second:.0f}",
+            _ratio(on.per_second, off.per_second),
+            f"{on.stack_cpu_ms:.2f}",
+            f"{off.stack_cpu_ms:.2f}",
+            _ratio(on.stack_cpu_ms, off.stack_cpu_ms),
+        )
+        names = [*on.cpu_ms, *(k for k in off.cpu_ms if k not in on.cpu_ms)]
+        for i, name in enumerate(names):
+            cpu_on, cpu_off = on.cpu_ms.get(name, 0.0), off.cpu_ms.get(name, 0.0)
+            processes.add_row(
+                "" if i else load,
+                name,
+                f"{cpu_on:.2f}",
+                f"{cpu_off:.2f}",
+                _ratio(cpu_on, cpu_off),
+                end_section=i == len(names) - 1,
+            )
+    console.print(table)
+    console.print(processes)
+
+
+def _ratio(on: float, off: float) -> str:
+    return f"{on / off:.2f}" if off else ""
+
+
 def _short(name: str) -> str:
     """`reduceStock zookeeper/sku combining, 1 goods` -> `zk/sku combining, 1`."""
     return (
         name.removeprefix("reduceStock ")
         .replace("zookeeper", "zk")
         .replace(" one at a time", " one-by-one")
+        .replace(" combining outbox off", " no outbox")
         .replace(" goods", "")
         .replace("genOrder end to end", "genOrder")
         .replace(" (polling handler)", " (polling)")

@@ -30,6 +30,7 @@ def test_bench_smoke_measures_every_configuration(
     configs = {(m.config, m.goods) for m in report.reduce}
     for config in (
         "zookeeper/sku combining",
+        "zookeeper/sku combining outbox off",
         "zookeeper/sku one at a time",
         "zookeeper/global combining",
         "zookeeper/global one at a time",
@@ -44,10 +45,13 @@ def test_bench_smoke_measures_every_configuration(
     assert {"prefilter", "queue", "lock", "deduct"} <= set(hot.stages_ms)
     one_at_a_time = report.reduce_of("zookeeper/sku one at a time", 1)
     assert one_at_a_time is not None and one_at_a_time.batch_p99 == 1
-    # The order path next to the deduction, on the same stack: one hot goods id and the spread.
+    # The order path next to the deduction, on the same stack: one hot goods id and the spread;
+    # and on that stack with the outbox off (STOCK_EVENTS=false).
     assert [(m.config, m.goods) for m in report.gen_order] == [
         ("zookeeper/sku combining", 1),
         ("zookeeper/sku combining", 5),
+        ("zookeeper/sku combining outbox off", 1),
+        ("zookeeper/sku combining outbox off", 5),
     ]
     for order in report.gen_order:
         assert {"order_service", "stock_service", "load"} <= set(order.cpu_ms)
@@ -71,6 +75,14 @@ def test_bench_smoke_measures_every_configuration(
         "genOrder stack CPU ms per order, hot goods and 5 goods",
         "genOrder p99 ms at 4 callers, hot goods and 5 goods",
     }
+    # What the outbox costs: each load with it and without, side by side, with the ratios.
+    assert [load for load, _, _ in report.outbox_pairs()] == [
+        "reduceStock, 1 goods",
+        "reduceStock, 5 goods",
+        "genOrder, 1 goods",
+        "genOrder, 5 goods",
+    ]
+    assert "outbox on / off, genOrder, 1 goods: stack CPU per request" in report.ratios()
     data, chart = write_report(report, tmp_path)
     written = json.loads(data.read_text())
     assert set(written["ratios"]) >= {t.name for t in report.targets()}

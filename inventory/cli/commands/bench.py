@@ -36,8 +36,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--auth",
         action="store_true",
-        help="only what authentication costs: ZooKeeper digest, Redis ACL users, PostgreSQL "
-        "scram-sha-256 and the stock service's token, each with and without (about a minute)",
+        help="only what authentication and TLS cost: ZooKeeper digest and TLS, Redis ACL users, "
+        "TLS and its SSL context, PostgreSQL scram-sha-256 and TLS, the stock service's token, "
+        "each with and without, and a Redis Sentinel failover timed (a few minutes)",
     )
     p.add_argument(
         "--requests",
