@@ -70,6 +70,7 @@ __all__ = [
     "check_run",
     "fences_never_go_back",
     "liveness",
+    "lost_orders",
     "lost_sales",
     "one_order_per_key",
     "orders_named",
@@ -169,13 +170,13 @@ def settled_by_the_cluster(settled: Settlement) -> Verdict:
     )
 
 
-def lost_sales(snap: Snapshot) -> Verdict:
-    """FAILED orders that were not refused for lack of stock, whose every line's goods ended
-    with at least its quantity: sales the infrastructure lost, by the cause in their reason.
-    A refusal found by a void or the reconciler after an unknown outcome is a refusal too (the
-    stock was short when it was decided, and came back after): not counted."""
-    causes: Counter[str] = Counter()
-    examples: list[str] = []
+def lost_orders(snap: Snapshot) -> dict[str, str]:
+    """Order id -> cause, of the FAILED orders that were not refused for lack of stock, whose
+    every line's goods ended with at least its quantity: sales the infrastructure lost, by the
+    cause in their reason. A refusal found by a void or the reconciler after an unknown outcome
+    is a refusal too (the stock was short when it was decided, and came back after): not
+    counted."""
+    lost: dict[str, str] = {}
     for order_id, status in snap.orders.items():
         reason = snap.reasons.get(order_id) or ""
         if status != "FAILED" or refused_for_lack_of_stock(reason):
@@ -185,15 +186,21 @@ def lost_sales(snap: Snapshot) -> Verdict:
             cause = reason.split(":")[0] or "none"
             if cause == RECONCILED:  # settled by the reconciler: what it found
                 cause = f"{RECONCILED}: {reason.split(':')[1].split()[0]}"
-            causes[cause] += 1
-            examples.append(f"{order_id}: {reason[:80]}")
-    total = sum(causes.values())
+            lost[order_id] = cause
+    return lost
+
+
+def lost_sales(snap: Snapshot) -> Verdict:
+    """LS, counted: the lost orders (lost_orders) by cause."""
+    lost = lost_orders(snap)
+    causes = Counter(lost.values())
+    examples = [f"{o}: {(snap.reasons.get(o) or '')[:80]}" for o in lost]
     by_cause = ", ".join(f"{c} {n}" for c, n in causes.most_common()) or "none"
     return Verdict(
         "LS",
         "lost sales (infrastructure failures with stock left)",
         COUNTED,
-        f"{total} orders failed while their stock was there; by cause: {by_cause}",
+        f"{len(lost)} orders failed while their stock was there; by cause: {by_cause}",
         examples[:20],
     )
 
@@ -222,12 +229,17 @@ def check_run(
     initial: dict[str, int],
     liveness_verdict: Verdict,
     settlement_verdict: Verdict | None = None,
+    lost: dict[str, str] | None = None,
 ) -> list[Verdict]:
+    """The verdicts; `lost`, when given, is filled with the lost sales (lost_orders), which the
+    report counts per fault window."""
     verdicts = []
     try:
         snap = orders_named(read_snapshot(order_engine, stock_engine, prefix), order_engine, ops)
     except Exception as exc:
         return [Verdict("DB", "read the databases", UNKNOWN, f"{type(exc).__name__}: {exc}")]
+    if lost is not None:
+        lost.update(lost_orders(snap))
     for r in check_invariants(snap, initial):
         examples = _examples(r.numbers)
         verdicts.append(

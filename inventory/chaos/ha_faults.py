@@ -48,12 +48,19 @@ class _Watch:
             f"{self.seen[0]} took over after {self.seen[1]:.1f} s" if self.seen else "no takeover"
         )
 
+    @property
+    def took(self) -> float | None:
+        return self.seen[1] if self.seen else None
+
 
 _down: list[str] = []  # hosts whose programs a fault killed, to restart at the heal
 _cut: list[str] = []
 _unlinked: list[str] = []  # namespaces whose link a killed load balancer took down
 _watches: list[_Watch] = []
 attempts: list[dict[str, Any]] = []  # the intruder's, for the run's verdict and report
+# The last heal's figures, for the report's row: seconds from the fault to the takeover (None:
+# none), and from the heal until the part was replicated again. Taken (and cleared) by the run.
+timing: dict[str, float | None] = {}
 
 
 def _kill_host(state: ClusterState, host: str) -> None:
@@ -84,10 +91,13 @@ def _back_together(
 ) -> str:
     healed = time.monotonic()
     wait_until(ready, 120, f"{part} replicated again after the heal", interval=0.5)
-    takeover = _watches.pop().stop() if _watches else "no takeover"
+    replicated = time.monotonic() - healed
+    watch = _watches.pop() if _watches else None
+    takeover = watch.stop() if watch else "no takeover"
+    timing.update(takeover_s=watch.took if watch else None, replicated_s=round(replicated, 1))
     return (
         f"{takeover}; {', '.join(restarted) or 'nothing'} restarted, {part} replicated again "
-        f"{time.monotonic() - healed:.1f} s after the heal"
+        f"{replicated:.1f} s after the heal"
     )
 
 
@@ -202,5 +212,6 @@ def forget() -> None:
     while _unlinked:
         netns.run(["ip", "-n", _unlinked.pop(), "link", "set", "eth0", "up"], check=False)
     _cut.clear()
+    timing.clear()
     while _watches:
         _watches.pop().stop()

@@ -3,15 +3,17 @@
 A window runs from a fault's injection to the next fault's (its heal and recovery included).
 Its numbers are over the first sends of the orders invoked in it: ok / failed / unknown, the
 share answered definitely (ok or refused) against the same share in the baseline, the longest
-time without a confirmation, and the recovery: from the heal to the first order invoked after it
-that was confirmed.
+time without a confirmation, the recovery: from the heal to the first order invoked after it
+that was confirmed; for a replicated part's fault, the takeover (from the fault to another
+host's taking over) and the time from the heal until it was replicated again; and the lost
+sales of its orders (LS: failed for the infrastructure while their stock was there).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,8 @@ class Window:
     start: float
     heal: float
     end: float
+    takeover_s: float | None = None  # a replicated part's: until another host took over
+    replicated_s: float | None = None  # from the heal until the part was replicated again
 
 
 @dataclass
@@ -40,6 +44,9 @@ class WindowRow:
     answered_vs_baseline: float | None
     longest_gap_s: float
     recovery_s: float | None
+    takeover_s: float | None = None
+    replicated_s: float | None = None
+    lost_sales: int = 0
 
 
 def _firsts(ops: Sequence[Op], start: float, end: float) -> list[Op]:
@@ -65,12 +72,28 @@ def answered(outcomes: Sequence[str]) -> float | None:
     return sum(1 for o in outcomes if o != UNKNOWN) / len(outcomes) if outcomes else None
 
 
-def rows(ops: Sequence[Op], windows: Sequence[Window], baseline_end: float) -> list[WindowRow]:
+def rows(
+    ops: Sequence[Op],
+    windows: Sequence[Window],
+    baseline_end: float,
+    lost: Iterable[str] = (),
+) -> list[WindowRow]:
+    """`lost`: the order ids of the lost sales (checker.lost_orders), counted in the window of
+    their order's first send."""
     final = final_outcomes(ops)
     base = answered([final[o.key] for o in _firsts(ops, 0.0, baseline_end)])
+    first: dict[str, float] = {}
+    for o in sorted(ops, key=lambda o: o.invoke):
+        if o.kind == "order" and o.order_id:
+            first.setdefault(o.order_id, o.invoke)
+    sent = [first[order] for order in lost if order in first]
     table = [_row("baseline", ops, 0.0, baseline_end, baseline_end, base, final)]
+    table[0].lost_sales = sum(1 for t in sent if t < baseline_end)
     for w in windows:
-        table.append(_row(w.name, ops, w.start, w.heal, w.end, base, final))
+        row = _row(w.name, ops, w.start, w.heal, w.end, base, final)
+        row.takeover_s, row.replicated_s = w.takeover_s, w.replicated_s
+        row.lost_sales = sum(1 for t in sent if w.start <= t < w.end)
+        table.append(row)
     return table
 
 
@@ -116,15 +139,18 @@ def _round(value: float | None) -> float | None:
 def markdown(table: Sequence[WindowRow], verdicts: Sequence[Verdict]) -> str:
     lines = [
         "| window | start s | held s | ok | failed | unknown | answered vs baseline "
-        "| longest gap s | recovery s |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| longest gap s | recovery s | takeover s | replicated again s | lost sales |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in table:
         ratio = "" if r.answered_vs_baseline is None else f"{r.answered_vs_baseline:.2f}"
-        rec = "" if r.recovery_s is None else f"{r.recovery_s}"
+        rec, took, again = (
+            "" if v is None else f"{v:.1f}" for v in (r.recovery_s, r.takeover_s, r.replicated_s)
+        )
         lines.append(
             f"| {r.fault} | {r.start_s} | {r.held_s} | {r.ok} | {r.failed} "
-            f"| {r.unknown} | {ratio} | {r.longest_gap_s} | {rec} |"
+            f"| {r.unknown} | {ratio} | {r.longest_gap_s} | {rec} | {took} | {again} "
+            f"| {r.lost_sales} |"
         )
     lines += ["", "| check | | verdict | detail |", "|---|---|---|---|"]
     for v in verdicts:

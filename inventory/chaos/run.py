@@ -16,6 +16,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -146,12 +147,14 @@ def _under_load(
         say(f"{start:6.1f} s  {name}: {what}")
         nemesis.sleep_until(started + start + fault.hold)
         heal = load.now()  # recovery counts from here: restarts and rejoins are part of it
+        ha_faults.timing.clear()
         seen = fault.heal(state)
         load.demand = NORMAL
         say(f"{load.now():6.1f} s  healed {name}" + (f": {seen}" if seen else ""))
         what = f"{what}; at the heal, {seen}" if seen else what
         nemesis.sleep_until(started + heal + config.recover)
-        windows.append(report.Window(name, what, start, heal, load.now()))
+        window = report.Window(name, what, start, heal, load.now(), **ha_faults.timing)
+        windows.append(window)
     while load.orders < config.min_orders:
         time.sleep(0.5)
     load.stop()
@@ -177,6 +180,7 @@ def _under_load(
             order_engine, goods.prefix, started + stopped, config.settle_bound
         )
         say(f"{load.now():6.1f} s  {settled.describe()}")
+        lost: dict[str, str] = {}
         verdicts = checker.check_run(
             load.ops,
             order_engine,
@@ -185,6 +189,7 @@ def _under_load(
             goods.levels,
             checker.liveness(recovered, config.liveness_bound),
             checker.settled_by_the_cluster(settled),
+            lost,
         )
         if "intruder" in config.faults:
             verdicts.append(intruder.verdict(ha_faults.attempts))
@@ -209,7 +214,7 @@ def _under_load(
     finally:
         order_engine.dispose()
         stock_engine.dispose()
-    table = report.rows(load.ops, windows, config.baseline)
+    table = report.rows(load.ops, windows, config.baseline, lost)
     summary = {
         "verdict": checker.overall(verdicts),
         "orders": load.orders,
@@ -220,6 +225,7 @@ def _under_load(
         # The replicas' settings, the admin token left out: a report is meant to be shared.
         "settings": {k: v for k, v in state.settings.items() if k != "ADMIN_TOKEN"},
         "settlement": settled.as_json(),
+        "lost_sales": dict(Counter(lost.values())),  # by cause; per window in the table
         "not_available": nemesis.not_available(),
         **side.summary(),
     }

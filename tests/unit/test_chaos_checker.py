@@ -138,6 +138,28 @@ def test_window_rows_count_final_outcomes_gaps_and_recovery() -> None:
     assert fault.answered_vs_baseline == 0.67
 
 
+def test_window_rows_carry_the_takeover_the_replication_and_the_lost_sales_of_each_fault() -> None:
+    ops = [
+        op("a", OK, "oa", invoke=1, complete=1.5),
+        op("b", UNKNOWN, "ob", invoke=11, complete=12),  # lost in the fault's window
+        op("b", UNKNOWN, "ob", invoke=14, complete=15, attempt=2),  # its retry: counted once
+        op("c", UNKNOWN, "oc", invoke=21, complete=22),  # lost in the next window
+        op("d", OK, "od", invoke=16, complete=16.5),
+    ]
+    windows = [
+        report.Window("kill-pg-primary", "killed", 10.0, 15.0, 20.0, 4.6, 21.3),
+        report.Window("kill-lb", "killed", 20.0, 25.0, 30.0),
+    ]
+    lost = {"ob": "voided", "oc": "reconciled: voided", "ox": "voided"}  # ox: no answer named it
+    baseline, pg, lb = report.rows(ops, windows, 10.0, lost)
+    assert [r.lost_sales for r in (baseline, pg, lb)] == [0, 1, 1]
+    assert (pg.takeover_s, pg.replicated_s) == (4.6, 21.3)
+    assert (lb.takeover_s, lb.replicated_s) == (None, None)
+    table = report.markdown([baseline, pg, lb], [])
+    assert "| kill-pg-primary | 10.0 | 5.0 | 1 | 0 | 1 |" in table
+    assert table.splitlines()[3].endswith("| 4.6 | 21.3 | 1 |"), table
+
+
 def test_a_fencing_token_that_goes_back_is_caught(tmp_path: Path) -> None:
     from datetime import datetime, timedelta
 
@@ -266,6 +288,7 @@ def test_lost_sales_are_counted_by_cause_and_refusals_are_not() -> None:
         },
     )
     verdict = checker.lost_sales(snap)
+    assert checker.lost_orders(snap) == {"o1": "voided", "o2": "redis_unavailable"}
     assert verdict.verdict == checker.COUNTED
     assert verdict.detail.startswith("2 orders failed while their stock was there")
     assert "voided 1" in verdict.detail and "redis_unavailable 1" in verdict.detail
