@@ -1,8 +1,7 @@
 """The invariants of the design, each a function of a Snapshot (inventory.check/snapshot.py):
 
 I1 no oversell: no level below zero; initial + adjusted - final = deducted - returned, per goods
-   id and seed version (initial: the level of the last PUT /stock, or given; adjusted: the
-   adjustments since, restocks, losses and counts).
+   id and seed version (initial: the last PUT /stock's level, or given; adjusted: since then).
 I2 at most one deduction per flag: no (flag, goods id) with two flows.
 I3 orders match flows: every CONFIRMED or AWAITING_PAYMENT order has its flows, for its
    quantities, and no return; no FAILED order has any flow; every CANCELLED order has returns
@@ -88,10 +87,10 @@ def check_no_negative_stock(snap: Snapshot) -> CheckResult:
 def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckResult:
     """initial + adjusted - final = deducted - returned, per goods id and seed version."""
     off: dict[str, dict[str, int]] = {}
-    sold = flowed = back = 0
+    sold = flowed = back = added = 0
     for goods, (num, seeded, version) in snap.levels.items():
         adjusted = snap.adjustments.get(goods, (0, 0))[0]
-        start = initial.get(goods, seeded) + adjusted
+        start, added = initial.get(goods, seeded) + adjusted, added + adjusted
         flows = snap.flow_sums.get((goods, version), 0)
         returned = snap.return_sums.get((goods, version), 0)
         sold += start - num
@@ -117,7 +116,8 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
         not off,
         detail,
         {
-            "deducted": sold,
+            "deducted": sold,  # initial + adjusted - final
+            "adjusted": added,  # the adjustments since each goods id's seed: restocks, counts
             "flows": flowed,
             "returned": back,
             "mismatched": off,

@@ -86,13 +86,16 @@ def wait_until_settled(
 
 
 def ledger(result: LoadResult) -> dict[str, int]:
-    """seeded - final = deducted - returned, over the run's goods, from the check's numbers."""
+    """seeded + restocked - final = deducted - returned, over the run's goods, from the check's
+    numbers (its `adjusted`: the adjustments after each goods id's seed, the restocks)."""
     levels = next(c for c in result.checks if c.invariant == "I1" and "returns" in c.name)
     deducted, returned = int(levels.numbers["flows"]), int(levels.numbers["returned"])
     seeded = result.config.goods * result.config.stock
+    restocked = int(levels.numbers.get("adjusted", 0))
     return {
         "seeded": seeded,
-        "final": seeded - int(levels.numbers["deducted"]),
+        "restocked": restocked,
+        "final": seeded + restocked - int(levels.numbers["deducted"]),
         "deducted": deducted,
         "returned": returned,
     }

@@ -22,6 +22,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from inventory.check import CheckResult
 from inventory.loadtest.after_sale import AfterSale
+from inventory.loadtest.restocks import Restocker
 from inventory.local.stack_state import StackState
 
 
@@ -37,6 +38,11 @@ class LoadConfig:
     timeout: float = 120.0
     cancel_rate: float = 0.0  # share of orders cancelled: half at once, half once placed
     pay_within: int | None = None  # every order a hold; a third of the rest left to expire
+    restocks: int = 0  # adjustments of reason restock during the run (restocks.py)
+    restock_size: int = 0  # units each; 0: a quarter of `stock`, at least 1
+
+    def restock_units(self) -> int:
+        return self.restock_size or max(1, self.stock // 4)
 
 
 @dataclass
@@ -60,6 +66,7 @@ class LoadResult:
     idempotency_breaches: int = 0
     client_retries: int = 0  # transport errors retried with the same Idempotency-Key
     after_sale: dict[str, int] = field(default_factory=dict)  # "cancel 200": count, ...
+    restocked: int = 0  # units the restocks answered 201 added
     ledger: dict[str, int] = field(default_factory=dict)  # seeded, final, deducted, returned
     settled_s: float | None = None  # seconds the holds and cancels took to settle after
 
@@ -85,6 +92,7 @@ class LoadResult:
             "idempotency_breaches": self.idempotency_breaches,
             "client_retries": self.client_retries,
             "after_sale": self.after_sale,
+            "restocked": self.restocked,
             "ledger": self.ledger,
             "settled_s": self.settled_s,
             "violations": [c.name for c in self.checks if not c.ok],
@@ -142,10 +150,16 @@ async def drive(
             seeded.raise_for_status()
         plan = plan_orders(config, goods_ids)
         after_sale = AfterSale(client, state.order_url, config.timeout)
+        restocker = Restocker(client, state.stock_url, state.admin_headers(), goods_ids, prefix)
         gate = asyncio.Semaphore(config.concurrency)
         attempts: list[Attempt] = []
         breaches = 0
         client_retries = 0
+        finished = [0]  # orders done, for the restocks' pace
+
+        def done() -> int:
+            return finished[0]
+
         started = time.perf_counter()
         progress = Progress(
             "[bold]orders",
@@ -209,6 +223,7 @@ async def drive(
                 elif first.order_id and first.status == 200:
                     await after_sale.act(planned.after, first.order_id)
             progress.advance(task)
+            finished[0] += 1
 
         with progress:
             task = progress.add_task("orders", total=config.orders)
@@ -221,7 +236,10 @@ async def drive(
                 for i, planned in orders:
                     await one_order(i, planned)
 
-            await asyncio.gather(*(buyer() for _ in range(config.concurrency)))
+            await asyncio.gather(
+                *(buyer() for _ in range(config.concurrency)),
+                restocker.run(config.restocks, config.restock_units(), config.orders, done),
+            )
         elapsed = time.perf_counter() - started
     return LoadResult(
         config,
@@ -230,5 +248,6 @@ async def drive(
         attempts,
         idempotency_breaches=breaches,
         client_retries=client_retries,
-        after_sale=dict(after_sale.answers),
+        after_sale=dict(after_sale.answers) | dict(restocker.answers),
+        restocked=restocker.units,
     )

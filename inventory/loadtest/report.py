@@ -34,9 +34,10 @@ def print_summary(result: LoadResult, state: StackState, console: Console) -> No
         table.add_row("cancels and pays (answers)", answers)
     if result.ledger:
         ledger = result.ledger
+        restocked = f" + restocked {ledger['restocked']}" if ledger.get("restocked") else ""
         table.add_row(
             "ledger",
-            f"seeded {ledger['seeded']} - final {ledger['final']} = "
+            f"seeded {ledger['seeded']}{restocked} - final {ledger['final']} = "
             f"deducted {ledger['deducted']} - returned {ledger['returned']}",
         )
     if result.settled_s is not None:

@@ -112,15 +112,19 @@ def test_no_lock_is_reported_honestly(stack_with) -> None:  # type: ignore[no-un
         assert i1.ok and i1.numbers["oversold"] == 0, i1.detail
 
 
-def test_a_load_test_with_cancels_and_expiring_holds_proves_the_ledger(tmp_path: Path) -> None:
-    """`inventory loadtest --cancel-rate 0.3 --pay-within 2`, as a user runs it: cancels at once
-    (racing their genOrder) and once placed, holds paid and holds left to expire, which the
-    stack's own reconcilers cancel; the ledger holds and every invariant with it."""
+def test_a_load_test_with_cancels_expiring_holds_and_restocks_proves_the_ledger(
+    tmp_path: Path,
+) -> None:
+    """`inventory loadtest --cancel-rate 0.3 --pay-within 2 --restocks 4`, as a user runs it:
+    cancels at once (racing their genOrder) and once placed, holds paid and holds left to
+    expire, which the stack's own reconcilers cancel, and restocks while the buyers buy (issue
+    30); the ledger holds across them (seeded + restocked - final = deducted - returned) and
+    every invariant with it."""
     env = {**os.environ, "INVENTORY_HOME": str(tmp_path / "home")}
     for var in ("ZK_HOSTS", "REDIS_URL", "ORDER_DATABASE_URL", "STOCK_DATABASE_URL"):
         env.pop(var, None)
     args = ["--orders", "240", "--goods", "2", "--stock", "60", "--cancel-rate", "0.3"]
-    args += ["--pay-within", "2", "--report", str(tmp_path / "report")]
+    args += ["--pay-within", "2", "--restocks", "4", "--report", str(tmp_path / "report")]
     run = subprocess.run(
         [sys.executable, "-m", "inventory.cli", "loadtest", *args],
         env=env,
@@ -134,8 +138,11 @@ def test_a_load_test_with_cancels_and_expiring_holds_proves_the_ledger(tmp_path:
     # Its own stack runs relays: the run's stock events were checked against the outbox (I10).
     assert [c["ok"] for c in report["checks"] if c["invariant"] == "I10"] == [True]
     ledger = summary["ledger"]
-    assert ledger["seeded"] - ledger["final"] == ledger["deducted"] - ledger["returned"]
+    assert ledger["restocked"] == summary["restocked"] == 4 * 15  # a quarter of --stock each
+    sold = ledger["seeded"] + ledger["restocked"] - ledger["final"]
+    assert sold == ledger["deducted"] - ledger["returned"]
     assert ledger["returned"] > 0 and summary["violations"] == []
     answers = summary["after_sale"]
+    assert answers.get("restock 201") == 4, answers
     assert answers.get("cancel 200", 0) > 0 and answers.get("pay 200", 0) > 0
     assert answers.get("hold left to expire", 0) > 0 and summary["settled_s"] is not None

@@ -53,6 +53,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "are paid, the rest left to expire (the stack's reconcilers cancel them)",
     )
     p.add_argument(
+        "--restocks",
+        type=at_least(0),
+        default=0,
+        metavar="N",
+        help="N restocks (admin adjustments) to the goods ids in turn, the i-th once i/(N+1) of "
+        "the orders are done, each of --restock-size units (default: a quarter of --stock)",
+    )
+    p.add_argument("--restock-size", type=at_least(1), default=0, metavar="UNITS")
+    p.add_argument(
         "--lock",
         choices=LOCK_BACKENDS,
         help="start a stack of its own for the run with this LOCK_BACKEND (without --lock or "
@@ -83,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         cancel_rate=args.cancel_rate,
         pay_within=args.pay_within,
+        restocks=args.restocks,
+        restock_size=args.restock_size,
     )
     if config.items > config.goods:
         raise UsageError(f"--items {config.items} is more than --goods {config.goods}")
