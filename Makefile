@@ -39,12 +39,13 @@ demo: $(STAMP) servers
 
 # Everything CI runs, in two parts: the unit and integration tests in 3 processes (their time is
 # mostly waiting on servers: 8 min here where one process took 27 min, under the same load),
-# then the end-to-end tests (gunicorn stacks, the cluster and its chaos runs) in one, as their
-# timings and the cluster's namespaces want the machine to themselves.
+# then the end-to-end tests in 2: the cluster's chaos module in one (one cluster at a time on
+# a machine, about 11 minutes) and every local stack's test, one after the other, in the other
+# (about 6); tests/conftest.py puts each in its group.
 test: $(STAMP)
 	@scripts/ensure-servers.sh --test
 	$(BIN)/pytest -n 3 tests/unit tests/integration
-	$(BIN)/pytest tests/e2e
+	$(BIN)/pytest -n 2 --dist loadgroup tests/e2e
 
 # The product's unit and integration tests in a few minutes, while changing the code: the tests
 # run once per database on SQLite only (QUICK_DATABASES=sqlite,postgresql for more), in 4

@@ -63,6 +63,9 @@ def _zookeeper(secrets: Secrets) -> str:
         "# password), e.g. in SERVER_JVMFLAGS; recompute it from your own password with",
         "# kazoo.security.make_digest_acl_credential('admin', password):",
         zk_acl.super_digest_flag(secrets),
+        "# and the leader election's notification timeout capped at 1 s (a member without a",
+        "# quorum looks for one about once a second, not up to once a minute):",
+        topology.ZK_ELECTION_FLAG,
         "# The paths, laid out once by the superuser (inventory/cluster/zk_acl.py, lay_out):",
     ]
     for path, owner in zk_acl.LAYOUT.items():

@@ -97,7 +97,8 @@ def zookeeper(zk: Host, home: Path, secrets: Secrets) -> Proc:
         "4lw.commands.whitelist=ruok,srvr,stat,mntr\n" + peers
     )
     argv = servers.zookeeper_argv(folder, folder / "zoo.cfg")
-    argv.insert(1, zk_acl.super_digest_flag(secrets))  # a JVM flag: before the class name
+    # JVM flags: before the class name
+    argv[1:1] = [zk_acl.super_digest_flag(secrets), topology.ZK_ELECTION_FLAG]
     if secrets.tls_ca:  # Debian's zookeeper.jar names netty's handler but not the codec it needs
         classpath = argv.index("-cp") + 1
         argv[classpath] += ":" + ":".join(str(j) for j in tls.ZK_NETTY_JARS)

@@ -20,6 +20,11 @@ from dataclasses import dataclass
 from inventory.cluster.netns import PREFIX, SUBNET
 
 ZK_PORT, ZK_PEER_PORT, ZK_ELECTION_PORT = 2181, 2888, 3888
+# A member without a quorum looks for one with a notification timeout that doubles up to a
+# minute (ZooKeeper's default): after a 10 s partition without quorum the members found each
+# other again 5.3 s after the heal (the chaos run's zk-partition-majority). Capped at 1 s, they
+# look about once a second (a JVM flag of each member; ZooKeeper 3.6 and later read it).
+ZK_ELECTION_FLAG = "-Dzookeeper.fastleader.maxNotificationInterval=1000"
 REDIS_PORT, SENTINEL_PORT = 6379, 26379
 PG_PORT, PATRONI_PORT = 5432, 8008
 SERVICE_PORT = 8080  # each replica, inside its own host
