@@ -12,6 +12,10 @@ Since issue 30 the model has a second world, -DRESTOCK: an admin's adjustment (a
 with -DCOUNT a count, a compare-and-swap) served under the lock and the fence with the orders'
 requests; its guards (FENCE_WITHOUT_SEQ, ADJUST_UNFENCED, CAS_IGNORES_EXPECTED) are checked in it.
 
+Since issue 31 the reconcilers of the first world deduct an undecided order again under its own
+flag (written again in Redis first), served by a stock worker like the buyer's call, and void
+it only past RECONCILE_VOID_AFTER; RECONCILER_NEW_FLAG places the order again under a new flag.
+
 What the model is (its world, its guards, what it leaves out) is said in its header. Since issue
 28 stock comes back in it: the buyer of B may cancel B once CONFIRMED, and the return goes
 through a stock worker like a deduction (the lock, the row's fence, the decision moved deducted
@@ -74,6 +78,15 @@ VARIANTS: tuple[Variant, ...] = (
         ("REFUSAL_NOT_RECORDED",),
         True,
         "a refusal for lack of stock writes no decision (the rule before issue 28)",
+    ),
+    # Issue 31: the reconciler deducts an undecided order again under its own flag; placing it
+    # again under a new flag, without asking about the old one, deducts twice an order whose
+    # late attempt had deducted after its buyer gave up.
+    Variant(
+        "RECONCILER_NEW_FLAG",
+        ("RECONCILER_NEW_FLAG",),
+        True,
+        "the reconciler places an order left PENDING again under a new flag",
     ),
     # Issue 30: the world with an admin's adjustment (-DRESTOCK: one unit restocked, under the
     # lock and the fence, interleaved with the orders, the refusals and the return; the

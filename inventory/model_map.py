@@ -62,6 +62,12 @@ ACTIONS: dict[str, str] = {
     "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
     "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
+    "reconciler: the flag's decision first (GET /flags)": (
+        "order_service.stock_client.StockClient.decision"
+    ),
+    "reconciler: undecided, the flag written again and deducted again under it": (
+        "order_service.reconcile.DeductAgain.settle"
+    ),
     "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
     "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
 }

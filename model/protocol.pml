@@ -25,8 +25,11 @@
      written in the transaction of the hold that refused it; it writes no level, so it needs
      no fence: the primary key orders it against any other attempt's insert;
    - two elected reconcilers with their own fence: each settles the PENDING orders whose
-     request has ended (void, then write the order under its leader token); a leader can be
-     paused and deposed, and the other one elected with a newer token;
+     request has ended, by the flag's decision; an undecided flag is written again and the
+     deduction made again under it (issue 31: a call served by a stock worker, like the
+     buyer's), or, past RECONCILE_VOID_AFTER, voided; then the order is written under the
+     leader token. A leader can be paused and deposed (its deduction still at work), and the
+     other one elected with a newer token;
    - a buyer pays a CONFIRMED order (a hold): an order still moves after it is settled, which
      is what a deposed reconciler could overwrite;
    - the stock row's last ledger entry (row_seq): every level write moves it, and the fenced
@@ -74,6 +77,10 @@
                             read and the write is undone. The ledger still balances (the entry's
                             delta is against the level read under the lock); the level no longer
                             says what is there
+     -DRECONCILER_NEW_FLAG  the reconciler places an order left PENDING again under a new flag,
+                            without asking the stock database about the old one (the rule the
+                            issue 31 settlement must not be): a late attempt that deducted
+                            under the old flag after the buyer gave up makes two deductions
      -DNO_RECONCILER_FENCE  a reconciler's write is not fenced by its leader token: NOT a
                             counterexample here, because the status compare-and-set covers it
                             (every settle moves an order out of PENDING, and nothing moves it
@@ -87,6 +94,9 @@
    are left out); a return refused by the fence (lock lost) leaves B CANCELLING, which the
    reconciler would finish by asking again (not modelled: the return is idempotent).
 
+   Not a guard either: -DWITNESS_RECONCILER_DEDUCTS, a probe whose assertion fails where,
+   intact, a reconciler's deduction again of an undecided order deducts: the issue 31 story
+   (no sale lost to an unknown outcome) is reachable, so "no violation" covers it.
    Not a guard: -DWITNESS_LATE_ATTEMPT is a probe (tests/unit/test_model_check.py) whose
    assertion fails where, intact, the late attempt of issue 28 reads the refusal recorded with
    the stock back: spin reaching it shows the intact model's "no violation" covers that story.
@@ -97,11 +107,20 @@
 #define SEED 2
 #endif
 #define NORDERS 2          /* A = 0, B = 1 */
-#define NCALLS 5           /* A's two attempts (0, 1), B's one (2), B's return (3), the
-                              admin's adjustment (4) */
+#define NCALLS 9           /* A's two attempts (0, 1), B's one (2), B's return (3), the
+                              admin's adjustment (4), each reconciler's deduction again of A
+                              and of B (5-8) */
 #define RETURN_CALL 3      /* the call that is a return of B's stock, not a deduction */
 #define ADJUST_CALL 4      /* the call that is an adjustment of the level (a restock, a count) */
-#define DEDUCTION(a) (a < RETURN_CALL)
+#define RECON_CALL 5       /* the first of the reconcilers' deductions again */
+#define DEDUCTION(a) (a < RETURN_CALL || a >= RECON_CALL)
+/* a deduction under a flag of its own (-DRECONCILER_NEW_FLAG): the order's decision and flow
+   rows are not its flag's, so neither is read nor met */
+#ifdef RECONCILER_NEW_FLAG
+#define OWN_FLAG(a) (a < RECON_CALL)
+#else
+#define OWN_FLAG(a) true
+#endif
 /* The fenced write's compare-and-set finds the row as read: its fence and its last ledger
    entry (WRITE_FENCED). The fence alone is not enough: a hold that writes a row twice (a
    split batch) leaves its own token on it both times, so a newer holder that read between the
@@ -162,6 +181,7 @@ bool placed[NORDERS];          /* the order's request has ended: the reconciler 
 byte recon_fence = 0;
 
 /* the election */
+bool settling = 0;             /* a reconciler was elected: the requests had ended */
 byte leader = 0;
 byte leader_tokens = 0;
 byte leader_losses = 0;
@@ -199,7 +219,7 @@ inline settled_status(d, s) {
 inline read_and_plan(w, f, a) {
     lvl = num; seen = row_fence; seen_seq = row_seq;
     /* an adjustment has a fresh id of its own, never decided: no decision to read */
-    if :: a == ADJUST_CALL -> dec = NONE :: else -> dec = decided[f] fi;
+    if :: a == ADJUST_CALL || !OWN_FLAG(a) -> dec = NONE :: else -> dec = decided[f] fi;
     if
     :: a == ADJUST_CALL ->
        printf("STEP worker %d reads for the adjustment: stock %d, row fence %d\n", w, lvl, seen)
@@ -309,7 +329,8 @@ inline write_rows(w, f, a, tok) {
        fi
     :: a == ADJUST_CALL -> skip      /* its id is fresh: no key to meet */
 #if !defined(NO_UNIQUE_ROW) && !defined(FLAG_ONLY)
-    :: DEDUCTION(a) ->
+    :: DEDUCTION(a) && !OWN_FLAG(a) -> skip      /* a flag of its own: no key to meet */
+    :: DEDUCTION(a) && OWN_FLAG(a) ->
        if
        :: out == NONE && (decided[f] != NONE || flows[f] > 0) ->
           printf("STEP worker %d: the unique key finds order %c decided, reads again\n",
@@ -583,16 +604,21 @@ proctype buyer(byte o; byte first; byte attempts) {
     fi
 }
 
-/* One pass of an elected reconciler over the orders whose request has ended. */
+/* One pass of an elected reconciler over the orders whose request has ended (reconcile.py):
+   for a PENDING order, the flag's decision first (settled by it, whatever it is); undecided,
+   within RECONCILE_VOID_AFTER the flag written again and the deduction made again under it
+   (issue 31: a call served by a stock worker like the buyer's, then the decision read again:
+   still none, the order stays PENDING for a later pass), past it the flag voided. */
 proctype reconciler(byte r) {
-    byte tok = 0, o = 0;
+    byte tok = 0, o = 0, call = 0;
     mtype d = NONE, outcome = NONE;
     /* it settles orders older than a request's whole budget, "so no request of it is still
        running" (reconcile.py): the buyers' calls have ended and their attempts too (a void
-       racing a late attempt is the buyer's own void, above) */
+       racing a late attempt is the buyer's own void, above); a reconciler elected after
+       another was deposed may meet that one's deduction still at work */
     atomic {
-        leader == 0 && placed[0] && placed[1] && len(req) == 0 && working == 0 ->
-        leader = r; leader_tokens++; tok = leader_tokens;
+        leader == 0 && placed[0] && placed[1] && (settling || (len(req) == 0 && working == 0)) ->
+        leader = r; leader_tokens++; tok = leader_tokens; settling = 1;
         printf("STEP reconciler %d is elected, token %d\n", r, tok)
     };
     do
@@ -600,9 +626,32 @@ proctype reconciler(byte r) {
        if
        :: atomic {
               status[o] == PENDING ->
-              void_flag(o, d);
-              settled_status(d, outcome);
-              printf("STEP reconciler %d finds order %c PENDING, voids: %e\n", r, 'A' + o, d);
+              d = decided[o];
+              if
+#ifndef RECONCILER_NEW_FLAG
+              :: d != NONE ->
+                 printf("STEP reconciler %d finds order %c PENDING, its flag decided: %e\n",
+                        r, 'A' + o, d)
+#endif
+#ifdef RECONCILER_NEW_FLAG
+              :: true ->
+                 printf("STEP reconciler %d finds order %c PENDING: places it again under a new flag, the old one unread\n",
+                        r, 'A' + o);
+#else
+              :: d == NONE ->
+                 printf("STEP reconciler %d finds order %c PENDING, undecided: writes its flag again and deducts it again\n",
+                        r, 'A' + o);
+#endif
+                 call = RECON_CALL + (r - 1) * NORDERS + o;
+                 redis[o] = 1;
+                 req!o, call
+#ifndef RECONCILER_NEW_FLAG
+              :: d == NONE ->
+                 void_flag(o, d);
+                 printf("STEP reconciler %d finds order %c PENDING, undecided past the bound: voids: %e\n",
+                        r, 'A' + o, d)
+#endif
+              fi;
               /* then a pause inside the pass: deposed, unable to tell */
               if
               :: leader == r && leader_losses < MAX_LEADER_LOSSES ->
@@ -611,15 +660,35 @@ proctype reconciler(byte r) {
               :: true -> skip
               fi
           };
-          /* one transaction of the order database (transitions.move) */
+          if
+          :: call != 0 ->
+             /* the deduction's answer, then the flag's decision read again (GET /flags) */
+             atomic {
+                 answer[call] != NONE ->
+                 printf("STEP reconciler %d: order %c's deduction again is answered %e\n",
+                        r, 'A' + o, answer[call]);
+#ifdef WITNESS_RECONCILER_DEDUCTS
+                 /* not a guard: a probe that the story of issue 31 is reachable intact: an
+                    order left PENDING, undecided, deducted by the reconciler */
+                 assert(answer[call] != DEDUCTED);
+#endif
+                 d = decided[o];
+                 answer[call] = NONE; call = 0
+             }
+          :: else -> skip
+          fi;
+          /* one transaction of the order database (transitions.move); still undecided (the
+             lock lost, the flag lost again): nothing written, a later pass tries again */
           atomic {
+              if :: d != NONE -> settled_status(d, outcome) :: else -> skip fi;
 #ifndef NO_RECONCILER_FENCE
               if
-              :: recon_fence > tok ->
+              :: d != NONE && recon_fence > tok ->
                  printf("STEP reconciler %d's write is refused by the fence %d (its token %d)\n",
                         r, recon_fence, tok);
                  outcome = NONE          /* Superseded: nothing written, the pass ends */
-              :: else -> recon_fence = tok
+              :: d != NONE && recon_fence <= tok -> recon_fence = tok
+              :: else -> skip
               fi;
 #endif
 #ifndef NO_STATUS_CAS
@@ -640,7 +709,7 @@ proctype reconciler(byte r) {
               :: else -> skip
               fi;
 #endif
-              if :: outcome == NONE -> o = NORDERS :: else -> o++ fi;
+              if :: d != NONE && outcome == NONE -> o = NORDERS :: else -> o++ fi;
               d = NONE; outcome = NONE
           }
        :: atomic { status[o] != PENDING -> o++ }
