@@ -48,10 +48,23 @@ return 0
 
 class FencedLock(Lock):
     fence: int | None = None
+    replicas = 0  # REDIS_LOCK_MIN_REPLICAS: WAIT for them in the acquiring round trip
+    replica_wait_ms = 100
+    replicated = 0  # how many had the lock's SET when it was granted
 
     def do_acquire(self, token: str) -> bool:
         ttl_ms = int(float(self.timeout or 10) * 1000)
-        fence = self.redis.eval(ACQUIRE_WITH_FENCE, 2, self.name, FENCE_KEY, token, ttl_ms)
+        script = (ACQUIRE_WITH_FENCE, 2, self.name, FENCE_KEY, token, ttl_ms)
+        if self.replicas:
+            # WAIT counts the replicas that have *this connection's* writes: it must follow the
+            # SET on the same connection (one pipeline), not go out later on whichever pooled
+            # connection comes next, whose last write may be older and long replicated.
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.eval(*script)
+            pipe.wait(self.replicas, self.replica_wait_ms)
+            fence, self.replicated = pipe.execute()
+        else:
+            fence = self.redis.eval(*script)
         if fence:
             self.fence = int(fence)
             return True
@@ -161,6 +174,8 @@ class RedisClaim(SequentialClaim):
             sleep=self.locks.poll_interval,
             thread_local=False,
         )
+        lock.replicas = self.locks.min_replicas
+        lock.replica_wait_ms = int(self.locks.replica_wait * 1000)
         try:
             acquired = lock.acquire(blocking_timeout=timeout)
         except redis.RedisError as exc:
@@ -175,13 +190,10 @@ class RedisClaim(SequentialClaim):
         return lock.fence, str(lock.name)
 
     def _wait_for_replicas(self, lock: FencedLock) -> None:
-        wanted = self.locks.min_replicas
-        try:
-            acked = int(self.locks.redis.wait(wanted, int(self.locks.replica_wait * 1000)))
-        except redis.RedisError as exc:
-            acked, detail = 0, type(exc).__name__
-        else:
-            detail = f"{acked} of {wanted} replicas confirmed the lock"
+        """The replicas that had the lock's SET (its acquiring round trip's WAIT): too few, and
+        the lock is not granted."""
+        wanted, acked = self.locks.min_replicas, int(lock.replicated)
+        detail = f"{acked} of {wanted} replicas confirmed the lock"
         if acked >= wanted:
             return
         # Ungranted: released, so a failover cannot find it on the replica later (a failed
