@@ -5,12 +5,16 @@ It reads as a consumer group (XREADGROUP, then XACK), as the README shows, logge
 cluster's `events` user (the stream's key, read commands only), through the sentinels: a
 Redis failover is a lost connection, after which it asks the sentinels for the primary again
 and goes on. The group is made at the stream's end (`$`) before the run seeds its goods, so it
-gets every event of the run and none before. Whatever the failover did to the group (the
-promoted replica may not have had its last reads or acks, or the group at all: then it is made
-again from the stream's start), the consumer may get an entry twice or get old ones again: it
-keeps them all, in the order received, and the check drops repeats by the event's id as any
-consumer must (inventory/check/events.py). Entries of other goods ids (another run's) are
-acknowledged and not kept.
+gets every event of the run and none before. An XREADGROUP whose reply was lost (a timeout, a
+connection reset, a primary killed after it answered) has moved its entries to this consumer's
+pending list all the same, and `>` never gives them again: so at the start and after every
+interrupted read it first reads its pending entries (id `0`) until there are none, then goes
+on with `>`, as a consumer that must not miss an event does. Whatever the failover did to the
+group (the promoted replica may not have had its last reads or acks, or the group at all: then
+it is made again from the stream's start), the consumer may get an entry twice or get old ones
+again: it keeps them all, in the order received, and the check drops repeats by the event's id
+as any consumer must (inventory/check/events.py). Entries of other goods ids (another run's)
+are acknowledged and not kept.
 """
 
 from __future__ import annotations
@@ -84,26 +88,39 @@ class StreamConsumer:
     def _read(self) -> None:
         assert self._client is not None
         started = time.monotonic()
+        pending = True  # this consumer's pending entries first: none at the start, but after
         while not self._stop.is_set():
             try:
                 answer: Any = self._client.xreadgroup(
-                    self.group, self.name, {self.stream: ">"}, count=COUNT, block=BLOCK_MS
+                    self.group,
+                    self.name,
+                    {self.stream: "0" if pending else ">"},
+                    count=COUNT,
+                    block=None if pending else BLOCK_MS,
                 )
-            except redis.ResponseError as exc:
-                if "NOGROUP" not in str(exc):  # refused (NOPERM...): say so, and stop reading
-                    self.errors.append(f"{time.monotonic() - started:.1f} s: {exc}")
-                    return
-                self._regroup(started)
-                continue
+            except (redis.AuthenticationError, redis.exceptions.NoPermissionError) as exc:
+                self.errors.append(f"{time.monotonic() - started:.1f} s: refused: {exc}")
+                return  # not a fault of the run's: said, and no more reads
             except redis.RedisError as exc:
-                self.errors.append(f"{time.monotonic() - started:.1f} s: {type(exc).__name__}")
-                self._stop.wait(RETRY)
+                # NOGROUP: the group is gone; anything else (a lost connection, a primary
+                # turned replica unblocking its readers): read again, pending entries first
+                if "NOGROUP" in str(exc):
+                    self._regroup(started)
+                else:
+                    self.errors.append(f"{time.monotonic() - started:.1f} s: {type(exc).__name__}")
+                    self._stop.wait(RETRY)
+                pending = True
                 continue
-            for _stream, batch in answer or []:
-                self._keep(batch)
+            batch = [e for _s, entries in answer or [] for e in entries]
+            if pending and not batch:
+                pending = False  # none left: new entries from here
+            self._keep(batch)
 
-    def _keep(self, batch: list[tuple[str, Mapping[str, str]]]) -> None:
-        mine = [(e, f) for e, f in batch if f.get("goodsId", "").startswith(self.prefix)]
+    def _keep(self, batch: list[tuple[str, Mapping[str, str] | None]]) -> None:
+        if not batch:
+            return
+        # A pending entry trimmed from the stream since comes back without its fields (None).
+        mine = [(e, f) for e, f in batch if f and f.get("goodsId", "").startswith(self.prefix)]
         with self._lock:
             self.entries.extend(mine)
         assert self._client is not None
@@ -115,6 +132,8 @@ class StreamConsumer:
         """The promoted replica had no group (made just before the primary died): again, from
         the stream's start, so nothing of the run is skipped (old entries come as repeats)."""
         assert self._client is not None
+        if self._stop.is_set():  # stop() destroyed it: not to be made again
+            return
         self.regrouped += 1
         self.errors.append(f"{time.monotonic() - started:.1f} s: NOGROUP, made again from 0")
         try:

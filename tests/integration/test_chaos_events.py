@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis as redis_lib
@@ -63,6 +64,34 @@ def test_the_consumer_gets_every_event_of_its_goods_even_when_its_group_is_lost(
         client.delete(stream)
         client.close()
     assert any("NOGROUP" in e for e in consumer.errors), consumer.errors
+
+
+def test_entries_read_but_never_received_are_read_again_from_the_pending_list(
+    redis_server: ServerProcess,
+) -> None:
+    """An XREADGROUP whose reply was lost (a reset connection, a primary killed after it
+    answered) moved its entries to the consumer's pending list all the same: `>` never gives
+    them again, so the consumer reads its pending entries first."""
+    url = f"redis://{redis_server.address}/0"
+    stream, prefix = unique("test:events"), unique("run")
+    client = redis_lib.Redis.from_url(url, decode_responses=True)
+    consumer = StreamConsumer(url, stream, group="chaos-test", prefix=prefix)
+    try:
+        consumer.open()
+        for n in range(1, 4):
+            client.xadd(stream, event(n, prefix + "a", n, 9 - n))
+        # the read whose reply never reached the consumer: delivered to it, never acknowledged
+        lost: Any = client.xreadgroup("chaos-test", consumer.name, {stream: ">"})
+        assert len(lost[0][1]) == 3
+        consumer.start()
+        client.xadd(stream, event(4, prefix + "a", 4, 5))
+        assert consumer.wait_for({1, 2, 3, 4}, 10) == set()
+        assert [int(f["id"]) for _, f in consumer.received()] == [1, 2, 3, 4]
+        assert client.xpending(stream, "chaos-test")["pending"] == 0  # each acknowledged
+    finally:
+        consumer.stop()
+        client.delete(stream)
+        client.close()
 
 
 @dataclass
