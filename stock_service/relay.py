@@ -15,11 +15,15 @@ Redis replicates asynchronously: an event the primary took just before it died m
 on the replica the sentinels promote. With STOCK_EVENTS_MIN_REPLICAS set (the cluster: 1), a
 round's XADDs are followed by WAIT on the same connection, and the rows are marked sent only
 once that many replicas have them; otherwise the round counts as failed and is sent again
-(repeats, never a loss). While the primary has no replica (the seconds after a failover, until
-the old primary rejoins as one) the events wait in the outbox: each round first asks (WAIT on a
-connection's earlier writes, answered at once) and sends nothing while too few replicas are
-there, rather than sending the same rows again every second (a quick chaos run's Redis
-failover made 3,354 repeats of 6,203 events that way).
+(repeats, never a loss, as long as the sentinels promote only replicas counted: set it to the
+number of replicas). While the primary has no replica (the seconds after a failover, until the
+old primary rejoins as one) the events wait in the outbox: each round first asks (WAIT with a
+short timeout on the pool's next connection, the last round's: it counts the replicas that have
+that round's writes, so after a failed round it says none until one has caught up) and sends
+nothing while too few are there, rather than sending the same rows again every second (a quick
+chaos run's Redis failover made 3,354 repeats of 6,203 events that way). A connection left on
+a primary the sentinels demoted answers WAIT with an error: the pool is dropped, so the next
+round asks the sentinels again.
 """
 
 from __future__ import annotations
@@ -156,6 +160,11 @@ def lead(
             return
         try:
             sent = publish_pending(engine, client, stream, maxlen, min_replicas=replicas)
+        except redis.ResponseError as exc:  # e.g. WAIT on a demoted primary, now a replica
+            log.warning("%s round failed at=%.3f: %s", identifier, time.time(), exc)
+            client.connection_pool.disconnect()
+            stop.wait(BACKOFF)
+            continue
         except (redis.RedisError, DatabaseUnavailable) as exc:
             log.warning("%s round failed at=%.3f: %s", identifier, time.time(), exc)
             stop.wait(BACKOFF)
