@@ -1,9 +1,9 @@
 """The chaos run's checks of the ledger and its events (issue 30), beside the order checks:
 
 HA  an adjustment's answer holds: one answered 201 has exactly one ledger entry (found by its
-    `reference`) with the delta and seq it was told; one refused (409 stale or below zero, any
-    4xx) has none; one with no answer or a 5xx has at most one; no entry of the run's
-    references that the operator did not send;
+    `reference`) with the delta, seq and level after it was told; one refused (409 stale or
+    below zero, any 4xx) has none; one with no answer or a 5xx has at most one; no entry of the
+    run's references that the operator did not send;
 I10 the stock events a consumer got through the faults (stream_consumer.py): every outbox row of
     the run's goods exactly once after dropping repeats, in ledger order per goods id, the
     levels replaying to the final ones (inventory/check/events.py, the same check as
@@ -37,14 +37,18 @@ class Entry:
     goods_id: str
     seq: int
     delta: int
+    level_after: int | None = None
 
 
 def read_entries(stock_engine: Engine, prefix: str) -> list[Entry]:
     a = stock_adjustment.c
-    query = select(a.reference, a.goods_id, a.seq, a.delta).where(a.reference.like(f"{prefix}%"))
+    query = select(a.reference, a.goods_id, a.seq, a.delta, a.level_after).where(
+        a.reference.like(f"{prefix}%")
+    )
     with stock_engine.connect() as conn:
         return [
-            Entry(r.reference, r.goods_id, int(r.seq), int(r.delta)) for r in conn.execute(query)
+            Entry(r.reference, r.goods_id, int(r.seq), int(r.delta), int(r.level_after))
+            for r in conn.execute(query)
         ]
 
 
@@ -60,9 +64,14 @@ def adjustments_hold(adjusts: Sequence[Adjust], entries: Iterable[Entry]) -> Ver
             counts["made"] += 1
             if len(mine) != 1:
                 bad.append(f"{op.reference}: answered 201, {len(mine)} ledger entries")
-            elif (mine[0].delta, mine[0].seq, mine[0].goods_id) != (op.delta, op.seq, op.goods_id):
-                told = f"{op.goods_id} seq {op.seq} delta {op.delta}"
-                bad.append(f"{op.reference}: told {told}, the ledger has {mine[0]}")
+            elif (told := (op.goods_id, op.seq, op.delta, op.level)) != (
+                (has := mine[0]).goods_id,
+                has.seq,
+                has.delta,
+                has.level_after,
+            ):
+                said = f"{told[0]} seq {told[1]} delta {told[2]} level {told[3]}"
+                bad.append(f"{op.reference}: told {said}, the ledger has {has}")
         elif op.known:
             counts["refused"] += 1
             if mine:

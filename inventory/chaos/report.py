@@ -78,15 +78,12 @@ def rows(
     baseline_end: float,
     lost: Iterable[str] = (),
 ) -> list[WindowRow]:
-    """`lost`: the order ids of the lost sales (checker.lost_orders), counted in the window of
-    their order's first send."""
+    """`lost`: the order ids of the lost sales (checker.lost_orders), each counted in the window
+    of its Idempotency-Key's first send (an answer naming the order may come only with a
+    retry); one that no answer named is in none (unattributed_lost says how many)."""
     final = final_outcomes(ops)
     base = answered([final[o.key] for o in _firsts(ops, 0.0, baseline_end)])
-    first: dict[str, float] = {}
-    for o in sorted(ops, key=lambda o: o.invoke):
-        if o.kind == "order" and o.order_id:
-            first.setdefault(o.order_id, o.invoke)
-    sent = [first[order] for order in lost if order in first]
+    sent = list(_first_sends(ops, lost).values())
     table = [_row("baseline", ops, 0.0, baseline_end, baseline_end, base, final)]
     table[0].lost_sales = sum(1 for t in sent if t < baseline_end)
     for w in windows:
@@ -95,6 +92,25 @@ def rows(
         row.lost_sales = sum(1 for t in sent if w.start <= t < w.end)
         table.append(row)
     return table
+
+
+def _first_sends(ops: Sequence[Op], orders: Iterable[str]) -> dict[str, float]:
+    """Order id -> when its key was first sent, for the orders an answer named."""
+    key_of: dict[str, str] = {}
+    first: dict[str, float] = {}
+    for o in ops:
+        if o.kind != "order":
+            continue
+        first[o.key] = min(first.get(o.key, o.invoke), o.invoke)
+        if o.order_id:
+            key_of[o.order_id] = o.key
+    return {order: first[key_of[order]] for order in orders if order in key_of}
+
+
+def unattributed_lost(ops: Sequence[Op], lost: Iterable[str]) -> int:
+    """Lost sales whose order no answer named: counted in no window."""
+    lost = list(lost)
+    return len(lost) - len(_first_sends(ops, lost))
 
 
 def final_outcomes(ops: Sequence[Op]) -> dict[str, str]:

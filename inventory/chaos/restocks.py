@@ -22,14 +22,12 @@ import random
 import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
+
+from inventory.chaos.after_sale import Clock
 
 THINK = 1.0  # seconds between two adjustments, on average
 KINDS = (("restock", 0.5), ("damaged", 0.2), ("count", 0.3))
-
-
-class Clock(Protocol):
-    def now(self) -> float: ...
 
 
 @dataclass
@@ -139,7 +137,3 @@ def write(ops: list[Adjust], path: Path) -> None:
     with open(path, "w") as out:
         for op in sorted(ops, key=lambda o: o.invoke):
             out.write(json.dumps(asdict(op), sort_keys=True) + "\n")
-
-
-def read(path: Path) -> list[Adjust]:
-    return [Adjust(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]

@@ -230,7 +230,9 @@ def _under_load(
         # The replicas' settings, the admin token left out: a report is meant to be shared.
         "settings": {k: v for k, v in state.settings.items() if k != "ADMIN_TOKEN"},
         "settlement": settled.as_json(),
-        "lost_sales": dict(Counter(lost.values())),  # by cause; per window in the table
+        # by cause; per window in the table, but for those no answer named
+        "lost_sales": dict(Counter(lost.values())),
+        "lost_sales_unattributed": report.unattributed_lost(load.ops, lost),
         "not_available": nemesis.not_available(),
         **side.summary(),
     }

@@ -7,7 +7,7 @@ from __future__ import annotations
 import statistics
 import time
 
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, Select, func, select
 
 from inventory.chaos import checker
 from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
@@ -15,10 +15,15 @@ from order_service.tables import order_details, orders
 from shared.db import utcnow
 
 
+def _mine(prefix: str) -> Select[tuple[str]]:
+    """The ids of the orders with a line of the run's goods."""
+    return select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+
+
 def pending_count(engine: Engine, prefix: str) -> int:
     """Orders with a line of this run's goods that the cluster has yet to settle: PENDING,
     CANCELLING, or holds past their deadline."""
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    mine = _mine(prefix)
     unsettled = orders.c.status.in_((PENDING, CANCELLING)) | (
         (orders.c.status == AWAITING_PAYMENT) & (orders.c.pay_deadline <= utcnow())
     )
@@ -33,7 +38,7 @@ def pending_count(engine: Engine, prefix: str) -> int:
 def reconciled_times(engine: Engine, prefix: str) -> list[float]:
     """Seconds from placing to settling, for each order of this run the reconcilers settled
     (their reason says so)."""
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    mine = _mine(prefix)
     with engine.connect() as conn:
         rows = conn.execute(
             select(orders.c.created_at, orders.c.updated_at).where(
@@ -53,7 +58,7 @@ def wait_for_settlement(
         time.sleep(1.0)
         left = pending_count(engine, prefix)
     times = reconciled_times(engine, prefix)
-    mine = select(order_details.c.order_id).where(order_details.c.goods_id.like(f"{prefix}%"))
+    mine = _mine(prefix)
     with engine.connect() as conn:
         expired = conn.execute(
             select(func.count())

@@ -31,7 +31,7 @@ def print_summary(result: LoadResult, state: StackState, console: Console) -> No
     table.add_row("client retries (same key)", str(s["client_retries"]))
     if result.after_sale:
         answers = ", ".join(f"{k} x{v}" for k, v in sorted(result.after_sale.items()))
-        table.add_row("cancels and pays (answers)", answers)
+        table.add_row("cancels, pays and restocks (answers)", answers)
     if result.ledger:
         ledger = result.ledger
         restocked = f" + restocked {ledger['restocked']}" if ledger.get("restocked") else ""

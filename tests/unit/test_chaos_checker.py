@@ -143,7 +143,8 @@ def test_window_rows_carry_the_takeover_the_replication_and_the_lost_sales_of_ea
         op("a", OK, "oa", invoke=1, complete=1.5),
         op("b", UNKNOWN, "ob", invoke=11, complete=12),  # lost in the fault's window
         op("b", UNKNOWN, "ob", invoke=14, complete=15, attempt=2),  # its retry: counted once
-        op("c", UNKNOWN, "oc", invoke=21, complete=22),  # lost in the next window
+        op("c", UNKNOWN, None, invoke=19, complete=24),  # first sent in the fault's window ...
+        op("c", UNKNOWN, "oc", invoke=26, complete=27, attempt=2),  # ... named by a retry
         op("d", OK, "od", invoke=16, complete=16.5),
     ]
     windows = [
@@ -152,12 +153,13 @@ def test_window_rows_carry_the_takeover_the_replication_and_the_lost_sales_of_ea
     ]
     lost = {"ob": "voided", "oc": "reconciled: voided", "ox": "voided"}  # ox: no answer named it
     baseline, pg, lb = report.rows(ops, windows, 10.0, lost)
-    assert [r.lost_sales for r in (baseline, pg, lb)] == [0, 1, 1]
+    assert [r.lost_sales for r in (baseline, pg, lb)] == [0, 2, 0]
+    assert report.unattributed_lost(ops, lost) == 1  # ox
     assert (pg.takeover_s, pg.replicated_s) == (4.6, 21.3)
     assert (lb.takeover_s, lb.replicated_s) == (None, None)
     table = report.markdown([baseline, pg, lb], [])
-    assert "| kill-pg-primary | 10.0 | 5.0 | 1 | 0 | 1 |" in table
-    assert table.splitlines()[3].endswith("| 4.6 | 21.3 | 1 |"), table
+    assert "| kill-pg-primary | 10.0 | 5.0 | 1 | 0 | 2 |" in table
+    assert table.splitlines()[3].endswith("| 4.6 | 21.3 | 2 |"), table
 
 
 def test_a_fencing_token_that_goes_back_is_caught(tmp_path: Path) -> None:

@@ -47,6 +47,10 @@ def test_an_entry_unlike_its_answer_is_caught() -> None:
     verdict = adjustments_hold([adjust("a1", 201, delta=5, seq=7)], [Entry("a1", "g1", 9, 5)])
     assert verdict.verdict == "violated"
     assert "told g1 seq 7 delta 5" in verdict.counterexamples[0]
+    answered = adjust("a2", 201, delta=5, seq=7)
+    answered.level = 12  # the level after it was told
+    moved = adjustments_hold([answered], [Entry("a2", "g1", 7, 5, level_after=11)])
+    assert moved.verdict == "violated" and "level 12" in moved.counterexamples[0]
 
 
 def test_an_unanswered_adjustment_made_twice_is_caught() -> None:

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="N restocks (admin adjustments) to the goods ids in turn, the i-th once i/(N+1) of "
         "the orders are done, each of --restock-size units (default: a quarter of --stock)",
     )
-    p.add_argument("--restock-size", type=at_least(1), default=0, metavar="UNITS")
+    p.add_argument("--restock-size", type=at_least(1), default=0, metavar="U", help="units each")
     p.add_argument(
         "--lock",
         choices=LOCK_BACKENDS,
