@@ -115,7 +115,9 @@
 #define RECON_CALL 5       /* the first of the reconcilers' deductions again */
 #define DEDUCTION(a) (a < RETURN_CALL || a >= RECON_CALL)
 /* a deduction under a flag of its own (-DRECONCILER_NEW_FLAG): the order's decision and flow
-   rows are not its flag's, so neither is read nor met */
+   rows are not its flag's, so neither is read nor met. The rest (the Redis flag, the decision
+   it writes) stays keyed by the order: less than a new flag would change, and enough for the
+   counterexample (the second deduction) */
 #ifdef RECONCILER_NEW_FLAG
 #define OWN_FLAG(a) (a < RECON_CALL)
 #else
@@ -608,7 +610,8 @@ proctype buyer(byte o; byte first; byte attempts) {
    for a PENDING order, the flag's decision first (settled by it, whatever it is); undecided,
    within RECONCILE_VOID_AFTER the flag written again and the deduction made again under it
    (issue 31: a call served by a stock worker like the buyer's, then the decision read again:
-   still none, the order stays PENDING for a later pass), past it the flag voided. */
+   still none, the order stays PENDING: the code's next pass tries again, the model's reconciler
+   makes one pass), past it the flag voided. */
 proctype reconciler(byte r) {
     byte tok = 0, o = 0, call = 0;
     mtype d = NONE, outcome = NONE;

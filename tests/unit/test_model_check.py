@@ -226,12 +226,12 @@ def test_intact_a_reconciler_deducts_an_undecided_order_again() -> None:
     witness = check_variant(probe)
     assert witness.errors > 0, "a reconciler's deduction again is unreachable"
     trace = witness.trace
-    told, _ = step_index(trace, r"order (\w): the buyer is told PENDING")
     again, order = step_index(trace, r"reconciler \d finds order (\w) PENDING, undecided: writes")
+    told, _ = step_index(trace, rf"order {order.group(1)}: the buyer is told PENDING")
     answered, _ = step_index(
         trace, rf"order {order.group(1)}'s deduction again is answered DEDUCTED"
     )
-    assert told < again < answered
+    assert told < again < answered  # the buyer was told PENDING; the reconciler sold it later
 
 
 def test_every_variant_is_as_expected(results: dict[str, Result]) -> None:
