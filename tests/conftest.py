@@ -148,18 +148,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-@pytest.hookimpl(tryfirst=True)  # before pytest-xdist's reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """With --databases, the tests of the other backends are deselected (said in the summary,
-    as `N deselected`), and their database servers are never asked for.
-
-    The end-to-end tests fall in two groups for `make test`'s `pytest -n 2 --dist loadgroup`:
-    the cluster's (the chaos module, one cluster at a time on a machine) and the local stacks'
-    (each on ports of its own), one process each, so the two run side by side."""
-    for item in items:
-        if item.get_closest_marker("e2e") is not None:
-            group = "cluster" if item.get_closest_marker("chaos") is not None else "stacks"
-            item.add_marker(pytest.mark.xdist_group(group))
+    as `N deselected`), and their database servers are never asked for."""
     chosen = [b for b in config.getoption("--databases").split(",") if b]
     unknown = set(chosen) - set(BACKENDS)
     if unknown or not chosen:
