@@ -75,7 +75,11 @@ def redis_tls_pairs(folder: Path, seconds: float) -> list[Pair]:
         clear.close()
         secure.close()
         server.terminate()
-        server.wait(10)
+        try:
+            server.wait(10)
+        except subprocess.TimeoutExpired:  # never left running, whatever happened above
+            server.kill()
+            server.wait()
 
 
 def context_pair(port: int, ca: str, seconds: float) -> Pair:
