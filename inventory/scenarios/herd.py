@@ -18,6 +18,7 @@ raise once stopped is the stop's doing, not an error to print.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import threading
 import time
@@ -192,20 +193,39 @@ def _stop(
 ) -> None:
     """Stop an interrupted run within STOP_GRACE seconds: wake every waiter (the barrier
     broken, the locks cancelled), give the threads a moment, then close the sessions (their
-    lock nodes go with them). What is not done by then is left to the process's exit."""
+    lock nodes go with them). What is not done by then is left to the process's exit.
+
+    The sessions are closed on daemon threads, all at once, and waited for only until the
+    deadline: kazoo's stop() has waits without a bound (its handler joins its callback
+    workers, its connection joins its thread after a 10 s wait for it), and one session
+    stuck there on a busy machine kept an interrupted run going for over 25 s, silently.
+    For the same reason the handlers not stopped by the deadline are taken off kazoo's
+    atexit list (it would run their stop() again on the way out, unbounded); their threads
+    are daemons and the server drops their sessions when the process's sockets close."""
     stopping.set()
     start.abort()
     for lock in locks:
         lock.cancel()
+    # Half the grace for the waiters to leave, the rest (at least half) for the sessions.
     deadline = time.monotonic() + STOP_GRACE
     for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()) / 2)
-    for client in clients:
-        if time.monotonic() > deadline:
-            break
-        with contextlib.suppress(Exception):
-            client.stop()
-            client.close()
+        thread.join(max(0.0, deadline - STOP_GRACE / 2 - time.monotonic()))
+    closers = [
+        threading.Thread(target=_close_quietly, args=(client,), daemon=True) for client in clients
+    ]
+    for closer in closers:
+        closer.start()
+    for closer in closers:
+        closer.join(max(0.0, deadline - time.monotonic()))
+    for client, closer in zip(clients, closers, strict=True):
+        if closer.is_alive():
+            atexit.unregister(client.handler.stop)
+
+
+def _close_quietly(client: CountingClient) -> None:
+    with contextlib.suppress(Exception):
+        client.stop()
+        client.close()
 
 
 def compare(
