@@ -36,12 +36,17 @@ def _start_time(pid: int) -> str | None:
         return None
 
 
+def mark_owner(home: Path) -> None:
+    """Record this process as the home's owner (see owner_alive)."""
+    (home / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+
+
 @contextmanager
 def temporary_home(
     name: str, keep: bool | None = None, say: Callable[[str], object] = print
 ) -> Iterator[Path]:
     home = Path(tempfile.mkdtemp(prefix=f"{PREFIX}{name}-"))
-    (home / OWNER_FILE).write_text(f"{os.getpid()} {_start_time(os.getpid())}\n")
+    mark_owner(home)
     try:
         yield home
     finally:

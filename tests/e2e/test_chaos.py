@@ -28,42 +28,11 @@ def inventory(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[s
     return subprocess.run([*INVENTORY, *args], capture_output=True, text=True, timeout=timeout)
 
 
-def owner_file() -> Path:
-    from inventory.cluster.deploy import home_dir
-
-    return home_dir() / "test-run-owner.json"
-
-
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks (/proc/PID/stat, field 22): a pid reused by
-    another process after the test run died does not pass for it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return stat.rsplit(")", 1)[1].split()[19]
-
-
-def this_process() -> dict[str, object]:
-    return {"pid": os.getpid(), "start": _start_time(os.getpid())}
-
-
-def leftover_owner() -> dict[str, object] | None:
-    try:
-        owner = json.loads(owner_file().read_text())
-    except (OSError, ValueError):
-        return None  # no mark: not a cluster this fixture started
-    return owner if isinstance(owner, dict) else None
-
-
-def owner_alive(owner: dict[str, object]) -> bool:
-    pid = owner.get("pid")
-    return isinstance(pid, int) and _start_time(pid) == owner.get("start")
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     from inventory.cluster import netns
+    from inventory.cluster.deploy import home_dir
+    from inventory.local import homes
 
     if os.geteuid() != 0:
         pytest.fail("the cluster needs root (network namespaces and nftables)")
@@ -71,11 +40,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         # Namespace names are the machine's: one cluster at a time, and never the user's. A
         # cluster this fixture started for a test run that was killed (its pytest gone, its
         # daemons left running) is cleared; any other one stops the run.
-        owner = leftover_owner()
-        if owner is None or owner_alive(owner):
+        # (The mark is the one the runs' temporary homes carry: pid and start time.)
+        marked = (home_dir() / homes.OWNER_FILE).exists()
+        if not marked or homes.owner_alive(home_dir()):
             pytest.fail(
                 "a cluster is running on this machine"
-                + (f" (started by test run {owner}, still running)" if owner else "")
+                + (" (started by a test run still running)" if marked else "")
                 + ": `inventory cluster down` first"
             )
         down = inventory("cluster", "down")
@@ -83,7 +53,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     home = tmp_path_factory.mktemp("chaos")
     up = inventory("cluster", "up", timeout=300)
     assert up.returncode == 0, up.stdout + up.stderr
-    owner_file().write_text(json.dumps(this_process()))
+    homes.mark_owner(home_dir())
     yield home
     down = inventory("cluster", "down")
     assert down.returncode == 0, down.stdout + down.stderr
