@@ -74,7 +74,10 @@ class HistoryQuery(BaseModel):
             return None
         found = datetime.fromisoformat(self.at.replace("Z", "+00:00"))
         if found.tzinfo is not None:
-            found = found.astimezone(UTC).replace(tzinfo=None)
+            try:
+                found = found.astimezone(UTC).replace(tzinfo=None)
+            except OverflowError as exc:  # 0001-01-01T00:00+00:01 is in year 0 in UTC
+                raise ValueError("out of the range of times") from exc
         return found
 
 
