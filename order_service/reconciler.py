@@ -15,8 +15,10 @@ A leader that was paused or cut off must not act once deposed. Two guards, for t
   through that fence row, whose row lock orders the writes of two would-be leaders, and the
   tokens only grow from leader to leader. Each write is also a compare-and-set on the order's
   status, so even two passes of one leader never move an order twice.
-A pass that fails (the order database down, say) is logged and tried again at the next
-interval; the service itself only ends when it is told to.
+Whatever fails, a pass (the order database down, a read-only transaction on a primary just
+demoted, a lock wait timeout) or the election (its backend unreachable), is logged and tried
+again after a wait that grows while the failures last: nothing restarts a reconciler that
+exits, and its standby would die of the same fault. It only ends when it is told to.
 
 Lines meant for people and the standby demo: "elected", "pass", "not the leader", "refused",
 each with the instance, its token and the wall time (`at=`), so a takeover can be timed.
@@ -48,6 +50,9 @@ from shared.settings import Settings
 
 log = logging.getLogger("reconciler")
 ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as its key
+# The longest wait after failures in a row (the election's backend, a pass's database): one
+# RECONCILE_INTERVAL more at each, so a lasting fault is not hammered, up to this.
+MAX_BACKOFF = 30.0
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
@@ -59,18 +64,40 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
     elector = make_elector(settings, ELECTION_PATH, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())
+    failures = 0
     try:
         while not stop.is_set():
-            token = elector.campaign(stop)
-            if token is None:
-                break
-            log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-            lead(settings, identifier, token, elector, store, stock, flags, faults, stop)
-            elector.resign()  # deposed, not sure, refused or stopped: hand over, stand by
+            try:
+                token = elector.campaign(stop)
+                if token is None:
+                    break
+                log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
+                lead(settings, identifier, token, elector, store, stock, flags, faults, stop)
+                failures = 0
+            except Exception as exc:  # nothing restarts a reconciler that exits: wait, go on
+                failures += 1
+                log.warning(
+                    "%s campaign failed at=%.3f: %r", identifier, time.time(), exc, exc_info=True
+                )
+                stop.wait(backoff(settings.reconcile_interval, failures))
+            resign(elector, identifier)  # deposed, not sure, refused or stopped: hand over
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
         parts.close()
+
+
+def backoff(interval: float, failures: int) -> float:
+    """The wait after `failures` failures in a row: one interval more at each, up to
+    MAX_BACKOFF (or the interval, if longer)."""
+    return min(interval * failures, max(interval, MAX_BACKOFF))
+
+
+def resign(elector: Elector, identifier: str) -> None:
+    try:
+        elector.resign()
+    except Exception as exc:  # its node goes with the session anyway; campaign again
+        log.warning("%s resign failed at=%.3f: %r", identifier, time.time(), exc)
 
 
 def pass_once(settings: Settings, older_than: timedelta) -> ReconcileReport:
@@ -132,6 +159,7 @@ def lead(
     faults: Faults,
     stop: threading.Event,
 ) -> None:
+    failures = 0
     while not stop.is_set():
         if not elector.is_leader():
             log.warning(
@@ -151,9 +179,18 @@ def lead(
         except Superseded as exc:
             log.warning("%s refused token=%d at=%.3f: %s", identifier, token, time.time(), exc)
             return
-        except Exception as exc:  # the next pass tries again; leading goes on
+        except Exception as exc:
+            # Whatever it was (the database down, a read-only transaction on a primary just
+            # demoted, a statement or lock wait timeout, a bug): the next pass tries again, on
+            # new connections (the old ones may still point at the demoted server), after a
+            # wait that grows while the failures last. Leading goes on.
+            failures += 1
             log.warning("%s pass failed token=%d at=%.3f: %r", identifier, token, time.time(), exc)
+            store.engine.dispose()
+            stop.wait(backoff(settings.reconcile_interval, failures))
+            continue
         else:
+            failures = 0
             log.info(
                 "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
                 "retried=%d unreachable=%d",

@@ -32,54 +32,25 @@ import logging
 import sys
 import threading
 import time
-from typing import Any
 
 import redis
-from sqlalchemy import Engine, bindparam, select, update
+from sqlalchemy import Engine
 
-from shared.db import DatabaseUnavailable, make_engine, transaction, utcnow
+from shared.db import make_engine, transaction, utcnow
 from shared.election import Elector, make_elector
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
 from shared.settings import Settings
-from stock_service.tables import stock_outbox
+from stock_service.outbox import DB, MARK_SENT, UNSENT, event_fields
 
 log = logging.getLogger("relay")
 ELECTION_PATH = "/inventory/relay"
 PAGE = 500  # rows published per round trip
-IDLE = 0.2  # seconds between looks at an empty outbox
 REPLICA_WAIT_MS = 1000  # how long a round waits for the replicas to take its events
 REPLICA_PROBE_MS = 100  # how long the look before a round waits for the replicas to be there
-BACKOFF = 1.0  # seconds after a failed round (Redis or the database down, no replica)
-DB = "stock database"
-
-UNSENT = (
-    select(stock_outbox)
-    .where(stock_outbox.c.sent_at.is_(None))
-    .order_by(stock_outbox.c.id)
-    .limit(bindparam("limit"))
-)
-MARK_SENT = (
-    update(stock_outbox)
-    .where(stock_outbox.c.id.in_(bindparam("ids", expanding=True)))
-    .values(sent_at=bindparam("at"))
-)
-
-
-def event_fields(row: Any) -> dict[str, str]:
-    """One outbox row as a stream entry (every value a string; the schema is
-    stock_service/ledger_schemas.py's StockEvent)."""
-    return {
-        "id": str(row.id),
-        "goodsId": row.goods_id,
-        "seq": str(row.seq),
-        "kind": row.kind,
-        "delta": str(row.delta),
-        "level": str(row.level),
-        "flag": row.flag or "",
-        "reason": row.reason or "",
-        "time": row.created_at.isoformat(),
-    }
+BACKOFF = 1.0  # seconds after a failed round (Redis or the database down, no replica) ...
+MAX_BACKOFF = 8.0  # ... doubled at each failure in a row up to this, so a lasting fault is
+# not hammered and its log not flooded, and a failover's few seconds cost at most one wait
 
 
 class NotReplicated(redis.RedisError):
@@ -122,24 +93,48 @@ def publish_pending(
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
-    """Campaign, publish while leading and sure of it, resign, campaign again; until `stop`."""
+    """Campaign, publish while leading and sure of it, resign, campaign again; until `stop`.
+    Whatever fails (the election's backend, Redis, the database, a bug) is logged, waited out
+    and tried again: nothing restarts a relay that exits, and its standby would die of the
+    same fault, so the outbox would fill with no one to send it."""
     engine = make_engine(settings.stock_database_url, application="relay")
     client = make_redis(settings.redis_url)
     elector = make_elector(settings, ELECTION_PATH, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())
+    failures = 0
     try:
         while not stop.is_set():
-            token = elector.campaign(stop)
-            if token is None:
-                break
-            log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-            lead(settings, identifier, elector, engine, client, stop)
-            elector.resign()
+            try:
+                token = elector.campaign(stop)
+                if token is None:
+                    break
+                log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
+                lead(settings, identifier, elector, engine, client, stop)
+                failures = 0
+            except Exception as exc:
+                failures += 1
+                log.warning(
+                    "%s campaign failed at=%.3f: %r", identifier, time.time(), exc, exc_info=True
+                )
+                stop.wait(backoff(failures))
+            resign(elector, identifier)
     finally:
         elector.close()
         log.warning("%s resigned at=%.3f", identifier, time.time())
         client.close()
         engine.dispose()
+
+
+def resign(elector: Elector, identifier: str) -> None:
+    try:
+        elector.resign()
+    except Exception as exc:  # its node goes with the session anyway; campaign again
+        log.warning("%s resign failed at=%.3f: %r", identifier, time.time(), exc)
+
+
+def backoff(failures: int) -> float:
+    """Seconds to wait after `failures` failed rounds in a row."""
+    return float(min(BACKOFF * 2 ** max(failures - 1, 0), MAX_BACKOFF))
 
 
 def lead(
@@ -150,29 +145,42 @@ def lead(
     client: redis.Redis,
     stop: threading.Event,
 ) -> None:
-    """Publish until the outbox is empty, look again every IDLE seconds; a failure (Redis or
-    the database down) is logged and tried again, the rows still unsent."""
+    """Publish until the outbox is empty, look again every STOCK_EVENTS_POLL seconds. A round
+    that fails, whatever the error (Redis or the database down; a read-only transaction on a
+    database just demoted; a statement or lock wait timeout; anything else) is logged and
+    tried again after a back-off, its rows still unsent: nothing is marked sent that did not
+    reach the stream, so trying again can only repeat an event, never lose one."""
     stream, maxlen = settings.stock_events_stream, settings.stock_events_maxlen
     replicas = settings.stock_events_min_replicas
+    failures = 0
     while not stop.is_set():
         if not elector.is_leader():
             log.warning("%s not the leader any more at=%.3f", identifier, time.time())
             return
         try:
             sent = publish_pending(engine, client, stream, maxlen, min_replicas=replicas)
-        except redis.ResponseError as exc:  # e.g. WAIT on a demoted primary, now a replica
-            log.warning("%s round failed at=%.3f: %s", identifier, time.time(), exc)
-            client.connection_pool.disconnect()
-            stop.wait(BACKOFF)
+        except Exception as exc:
+            failures += 1
+            log.warning("%s round failed at=%.3f: %r", identifier, time.time(), exc)
+            forget_connections(exc, engine, client)
+            stop.wait(backoff(failures))
             continue
-        except (redis.RedisError, DatabaseUnavailable) as exc:
-            log.warning("%s round failed at=%.3f: %s", identifier, time.time(), exc)
-            stop.wait(BACKOFF)
-            continue
+        failures = 0
         if sent:
             log.info("%s published %d events at=%.3f", identifier, sent, time.time())
         else:
-            stop.wait(IDLE)
+            stop.wait(settings.stock_events_poll)
+
+
+def forget_connections(exc: Exception, engine: Engine, client: redis.Redis) -> None:
+    """After a failed round, the next one starts on new connections where the old ones may
+    point at the wrong server: a Redis primary the sentinels demoted (WAIT answers an error),
+    a database primary demoted behind the same address (a read-only transaction). A Redis
+    connection error is left to redis-py, which reconnects (through the sentinels) itself."""
+    if isinstance(exc, redis.ResponseError):
+        client.connection_pool.disconnect()
+    elif not isinstance(exc, redis.RedisError):
+        engine.dispose()
 
 
 def main(argv: list[str] | None = None) -> int:
