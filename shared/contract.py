@@ -36,10 +36,12 @@ class Outcome(enum.StrEnum):
     UNKNOWN_GOODS = "unknown_goods"
     UNAVAILABLE = "unavailable"
     # An adjustment (POST /stock/{goodsId}/adjustments, an admin route): made; refused because
-    # the level was not the one the caller expected; refused because it would go below zero.
+    # the level was not the one the caller expected; refused because it would go below zero,
+    # or above MAX_STOCK_LEVEL.
     ADJUSTED = "adjusted"
     STALE = "stale"
     BELOW_ZERO = "below_zero"
+    ABOVE_MAX = "above_max"
 
 
 class Decided(enum.StrEnum):

@@ -28,6 +28,19 @@ def _whole_float_as_int(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
 
+# Free text (an adjustment's reference): no control character, NUL included. PostgreSQL's
+# driver refuses a NUL where SQLite stores it, so without this rule the same request was
+# written on one database and a 500 on another; and a refused write inside a lock hold used to
+# fail the hold's other requests with it. Checked at the edge, before a request joins a batch.
+TEXT_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]*$"
+TEXT_RULE = "text without control characters (NUL, tab, newline, ...)"
+
+
+def text(max_length: int, description: str) -> Any:
+    """A free-text field of at most `max_length` characters (its column's size)."""
+    return Field(max_length=max_length, pattern=TEXT_PATTERN, description=description)
+
+
 # Put last in an `Annotated[int, Field(...), WHOLE]`: JSON Schema's integer, in which 2.0 is an
 # integer (what the document promises) and 2.5, "2" and true are not (strict validation runs
 # after this step). Last, so that the Field's limits stay minimum/maximum in the document.
@@ -97,6 +110,10 @@ def merge_lines(pairs: list[tuple[str, int]], maximum: int) -> dict[str, int]:
 # pydantic's wording for a few rules, said the way this API's clients read them.
 _PLAIN = {
     f"String should match pattern '{IDENTIFIER_PATTERN}'": f"must be {IDENTIFIER_RULE}",
+    f"String should match pattern '{TEXT_PATTERN}'": f"must be {TEXT_RULE}",
+    "Input should be a valid string, unable to parse raw data as a unicode string": (
+        "must be text (a lone surrogate is none)"
+    ),
 }
 
 

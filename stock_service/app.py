@@ -57,6 +57,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         settings.fencing,
         settings.deduct_batch_max,
         settings.deduct_batch_patience,
+        settings.max_stock_level,
     )
     deduction = StockDeduction(
         store, redis_client, locks, policy, faults, events=settings.stock_events

@@ -24,6 +24,16 @@ run one at a time in that order:
 
 Levels only go down inside a batch but for returns, so a deduction refused here could not fit
 at the end of the batch either, unless a return came after it.
+
+A member's answer depends on its own request and the levels the members before it left, never
+on a member that changed no level: a request refused (for stock, a stale expected level, a
+level it would take below zero or above the cap), or one that cannot fit, leaves every other
+answer as it would be without it (tests/unit/test_combiner_properties.py holds that against
+generated batches with oversized and refused neighbours).
+
+An adjustment of reason `set` starts a new seed of its goods id: the entries and refusals of
+the members after it carry the new seed version, and the seed keeps the level the `set` left,
+not the level at the end of the batch (a checker reads refusals by the version they name).
 """
 
 from __future__ import annotations
@@ -95,6 +105,7 @@ class Entry:
     delta: int
     level_after: int
     seq: int
+    seed_version: int = 1  # the seed of the goods id this line belongs to
 
 
 @dataclass
@@ -120,7 +131,8 @@ class Plan:
     seqs: dict[str, int] = field(default_factory=dict)  # each changed goods id's last seq
     held: dict[str, int] = field(default_factory=dict)  # the change of each held count
     created: set[str] = field(default_factory=set)  # goods ids a `set` brings into being
-    seeded: set[str] = field(default_factory=set)  # goods ids set outright (a new seed)
+    # goods ids set outright (a new seed): the level the last `set` left and its version
+    seeded: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     @property
     def writes(self) -> bool:
@@ -144,24 +156,45 @@ class Plan:
 
 
 class _Ledger:
-    """The running levels, sequence numbers and held counts of one plan."""
+    """The running levels, sequence numbers, seed versions and held counts of one plan."""
 
-    def __init__(self, levels: Mapping[str, int], seqs: Mapping[str, int]) -> None:
+    def __init__(
+        self, levels: Mapping[str, int], seqs: Mapping[str, int], versions: Mapping[str, int]
+    ) -> None:
         self.levels = dict(levels)
         self.seqs = dict(seqs)
+        self.versions = dict(versions)
         self.entries: list[Entry] = []
         self.changed: set[str] = set()
         self.held: dict[str, int] = {}
+        self.seeded: dict[str, tuple[int, int]] = {}
 
     def level(self, goods_id: str) -> int:
         return self.levels.get(goods_id, 0)
 
-    def move(self, index: int, goods_id: str, kind: str, delta: int) -> Entry:
+    def version(self, goods_id: str) -> int:
+        return self.versions.get(goods_id, 1)
+
+    def move(self, index: int, goods_id: str, kind: str, delta: int, seeds: bool = False) -> Entry:
+        """One ledger line. `seeds`: a level set outright, which starts a new seed (this line
+        and those after it belong to it); a goods id brought into being starts at version 1."""
+        if seeds:
+            self.versions[goods_id] = self.version(goods_id) + 1 if goods_id in self.levels else 1
         self.levels[goods_id] = self.level(goods_id) + delta
         self.seqs[goods_id] = self.seqs.get(goods_id, 0) + 1
         self.changed.add(goods_id)
-        entry = Entry(index, goods_id, kind, delta, self.levels[goods_id], self.seqs[goods_id])
+        entry = Entry(
+            index,
+            goods_id,
+            kind,
+            delta,
+            self.levels[goods_id],
+            self.seqs[goods_id],
+            self.version(goods_id),
+        )
         self.entries.append(entry)
+        if seeds:
+            self.seeded[goods_id] = (entry.level_after, entry.seed_version)
         return entry
 
     def hold(self, goods_id: str, units: int) -> None:
@@ -174,25 +207,31 @@ def plan(
     decided: Mapping[str, str],
     seqs: Mapping[str, int] | None = None,
     held_flags: frozenset[str] = frozenset(),
+    seed_versions: Mapping[str, int] | None = None,
+    max_level: int | None = None,
 ) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give; a `set`
     brings it into being); `decided`: the flags the stock database has decided, with their
     decision; `seqs`: each goods id's last ledger entry; `held_flags`: the deducted flags whose
-    units are still held (an unpaid hold), released when their stock comes back."""
-    ledger = _Ledger(levels, seqs or {})
+    units are still held (an unpaid hold), released when their stock comes back;
+    `seed_versions`: each known goods id's seed version; `max_level`: the highest level an
+    adjustment may leave (MAX_STOCK_LEVEL)."""
+    ledger = _Ledger(levels, seqs or {}, seed_versions or {})
     taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
     returned: set[int] = set()
     refused: set[int] = set()
     created: set[str] = set()
-    seeded: set[str] = set()
     decisions = []
     for index, request in enumerate(requests):
         if request.adjust is not None:
-            decision = _adjust(index, request.adjust, ledger)
-            if decision.outcome is Outcome.ADJUSTED and request.adjust.reason == "set":
-                seeded.add(request.adjust.goods_id)
-                if request.adjust.goods_id not in levels:
-                    created.add(request.adjust.goods_id)
+            decision = _adjust(index, request.adjust, ledger, max_level)
+            adjusted = decision.outcome is Outcome.ADJUSTED
+            if (
+                adjusted
+                and request.adjust.reason == "set"
+                and request.adjust.goods_id not in levels
+            ):
+                created.add(request.adjust.goods_id)
             decisions.append(decision)
             continue
         earlier = taken.get(request.flag)
@@ -213,7 +252,12 @@ def plan(
             decisions.append(Decision(AS_DEDUCTION[earlier]))
             continue
         short = [
-            Shortfall(goods_id, wanted, ledger.level(goods_id))
+            Shortfall(
+                goods_id,
+                wanted,
+                ledger.level(goods_id),
+                ledger.version(goods_id) if goods_id in ledger.levels else None,
+            )
             for goods_id, wanted in sorted(request.lines.items())
             if ledger.level(goods_id) < wanted
         ]
@@ -239,18 +283,23 @@ def plan(
         {g: ledger.seqs[g] for g in ledger.changed},
         ledger.held,
         created,
-        seeded,
+        ledger.seeded,
     )
 
 
-def _adjust(index: int, adjustment: Adjustment, ledger: _Ledger) -> Decision:
+def _adjust(index: int, adjustment: Adjustment, ledger: _Ledger, max_level: int | None) -> Decision:
     """An adjustment against the running level: stale if the level is not the one expected,
-    refused if it would take the level below zero, else one ledger line (a delta of 0 too)."""
+    refused if it would take the level below zero or above `max_level` (two restocks that
+    each fit would otherwise leave a level no later `set` or compare-and-swap could name),
+    else one ledger line (a delta of 0 too)."""
     level = ledger.level(adjustment.goods_id)
     if adjustment.expected is not None and adjustment.expected != level:
         return Decision(Outcome.STALE, level=level)
     delta = adjustment.delta if adjustment.delta is not None else (adjustment.num or 0) - level
     if level + delta < 0:
         return Decision(Outcome.BELOW_ZERO, level=level)
-    entry = ledger.move(index, adjustment.goods_id, "adjusted", delta)
+    if max_level is not None and level + delta > max_level:
+        return Decision(Outcome.ABOVE_MAX, level=level)
+    seeds = adjustment.reason == "set"
+    entry = ledger.move(index, adjustment.goods_id, "adjusted", delta, seeds)
     return Decision(Outcome.ADJUSTED, level=entry.level_after, entries=[entry])

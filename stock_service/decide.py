@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import replace
 
 from sqlalchemy.exc import IntegrityError
 
@@ -65,10 +64,11 @@ def decide_batch(
     fencing: bool,
     faults: Faults = NO_FAULTS,
     events: bool = True,
+    max_level: int | None = None,
 ) -> list[Decision]:
     """One decision per request, in order. Raises LockLost (nothing written) when a newer holder
     has written a row this hold needs. `events`: write the stock events of its ledger lines to
-    the outbox, in the same commit."""
+    the outbox, in the same commit; `max_level`: the highest level an adjustment may leave."""
     tokens = {g: lease.token_for(g) for r in requests for g in r.lines}
     fenced = fencing and all(t is not None for t in tokens.values())
     # The fault points are a deduction's (and a return's), as they were before adjustments
@@ -82,17 +82,21 @@ def decide_batch(
         read = store.read_batch(sorted(tokens), [r.flag for r in requests])
         levels = {g: int(row.num) for g, row in read.rows.items()}
         seqs = {g: int(row.ledger_seq) for g, row in read.rows.items()}
-        the_plan = plan(list(requests), levels, read.decided, seqs, read.held)
+        seeds = {g: int(row.seed_version) for g, row in read.rows.items()}
+        the_plan = plan(list(requests), levels, read.decided, seqs, read.held, seeds, max_level)
         faults.fire("stop_after_read")
-        _stamp_versions(the_plan.decisions, read)
         if not the_plan.writes:
             return the_plan.decisions
-        seeds = {g: int(row.seed_version) for g, row in read.rows.items()}
-        flows, returns, adjustments = ledger_rows(
-            the_plan, requests, seeds, tokens if fenced else {}
-        )
+        flows, returns, adjustments = ledger_rows(the_plan, requests, tokens if fenced else {})
         try:
             with store.writing() as write:
+                # First, so that this transaction takes a flag's decision row before its stock
+                # row, as a hold's release does (store.release_hold): the two never deadlock.
+                # The held count the return moves is the one it read: a release committed
+                # since makes this compare-and-set fail, and the batch reads again.
+                returning = [r.flag for r in the_plan.returning(requests)]
+                if not write.mark_returned(returning, read.held):
+                    raise _Overtaken("a flag was returned or released by another writer")
                 _write_levels(write, the_plan, read, tokens if fenced else None)
                 write.add_flows(flows)
                 deducted = the_plan.deducted(requests)
@@ -106,8 +110,6 @@ def decide_batch(
                     [_refusal(d) for _, d in refused],
                 )
                 write.add_returns(returns)
-                if not write.mark_returned([r.flag for r in the_plan.returning(requests)]):
-                    raise _Overtaken("a flag was returned by another writer since the read")
                 write.add_adjustments(adjustments)
                 if events:
                     thresholds = {g: row.low_stock for g, row in read.rows.items()}
@@ -135,11 +137,13 @@ def _write_levels(
     for goods_id in sorted(the_plan.changed | the_plan.created):
         level, seq = the_plan.levels[goods_id], the_plan.seqs.get(goods_id, 0)
         held = the_plan.held.get(goods_id, 0)
+        seed = the_plan.seeded.get(goods_id)
         if goods_id in the_plan.created:
-            write.create_level(goods_id, level, tokens[goods_id] if tokens else None, seq)
+            assert seed is not None
+            write.create_level(goods_id, level, tokens[goods_id] if tokens else None, seq, seed)
             continue
-        if goods_id in the_plan.seeded:
-            write.new_seed(goods_id, level)
+        if seed is not None:
+            write.new_seed(goods_id, *seed)
         if tokens is None:
             write.set_level(goods_id, level, seq, held)
             continue
@@ -194,13 +198,3 @@ def _refusal(decision: Decision) -> str:
     """Why a flag was refused, for its decision row: each short line, wanted and had."""
     short = ", ".join(f"{s.goods_id} {s.requested}>{s.available}" for s in decision.shortfalls)
     return f"insufficient: {short}"
-
-
-def _stamp_versions(decisions: list[Decision], read: BatchRead) -> None:
-    for decision in decisions:
-        decision.shortfalls = [
-            replace(s, seed_version=int(read.rows[s.goods_id].seed_version))
-            if s.goods_id in read.rows
-            else s
-            for s in decision.shortfalls
-        ]

@@ -57,6 +57,14 @@ LANE = "deductions"
 # A deduction of a flag missing from Redis, answered from the stock database's decision.
 
 
+class MemberFailed(DependencyUnavailable):
+    """One flag of a batched call failed on its own (its part of the commit was rolled back,
+    nothing written for it): answered `unavailable` for that flag alone, so the caller asks
+    again under the same flag, while the other flags keep their answers."""
+
+    dependency = "stock database"
+
+
 @dataclass
 class DeductionResult:
     outcome: Outcome
@@ -148,6 +156,9 @@ class StockDeduction:
             for i, outcome in zip(todo, outcomes, strict=True):
                 if isinstance(outcome, DependencyUnavailable):
                     results[i] = outcome
+                elif isinstance(outcome, Exception):  # this flag's own failure: its result
+                    log.error("flag %s failed: %r", flags[i], outcome)
+                    results[i] = MemberFailed(f"this flag's deduction failed ({outcome!r})")
                 elif isinstance(outcome, BaseException):
                     raise outcome
                 else:

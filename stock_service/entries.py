@@ -29,7 +29,6 @@ EVENT_KINDS = (
 def ledger_rows(
     the_plan: Plan,
     requests: Sequence[Request],
-    seed_versions: Mapping[str, int],
     tokens: Mapping[str, int | None],
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """The rows of the plan's lines: flows (deductions), returns, adjustments."""
@@ -63,7 +62,7 @@ def ledger_rows(
             **common,
             "flag": request.flag,
             "num": abs(entry.delta),
-            "seed_version": seed_versions.get(entry.goods_id, 1),
+            "seed_version": entry.seed_version,
         }
         (flows if entry.kind == "deducted" else returns).append(row)
     return flows, returns, adjustments

@@ -20,8 +20,9 @@ from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
 from shared.combining import BatchHandle
+from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
-from shared.locks import LockBackend, LockTimeout, LockUnavailable, lock_names
+from shared.locks import Lease, LockBackend, LockLost, LockTimeout, LockUnavailable, lock_names
 from shared.locks.base import Claim
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
 from stock_service.batch import Decision, Request
@@ -49,13 +50,15 @@ class Hold:
 class LockPolicy:
     """How deductions use the lock: its scope (a lock per goods id, or one for all), how long a
     request waits for it, whether writes are fenced, how many requests share a hold, and how
-    long a batch waits for all its names before it serves those it holds (holds.py)."""
+    long a batch waits for all its names before it serves those it holds (holds.py), and the
+    highest level an adjustment may leave."""
 
     scope: str = "sku"
     timeout: float = 10.0
     fencing: bool = True
     batch_max: int = 32
     patience: float = 0.1
+    max_level: int | None = None
 
 
 class BatchRunner:
@@ -74,6 +77,7 @@ class BatchRunner:
         self.fencing = policy.fencing
         self.batch_max = policy.batch_max
         self.patience = policy.patience
+        self.max_level = policy.max_level
         self.forget_flags = forget_flags
         self.faults = faults
         self.events = events
@@ -192,6 +196,39 @@ class BatchRunner:
             assert result is not None
             handle.answer(i, result)
 
+    def _decide_each_its_own(
+        self, batch: list[Request], lease: Lease
+    ) -> list[Decision | Exception]:
+        """The batch decided in one commit. A failure that is no dependency's nor the lock's
+        (a row a database refuses for one member's value) would fail every member with it:
+        then each is decided alone, in order, under the same lease, so the failing member
+        gets its own error and every other member the answer it would have had without it
+        (a member that fails changed no level: its commit was rolled back)."""
+        try:
+            return list(self._decide(batch, lease))
+        except (DependencyUnavailable, LockLost):
+            raise
+        except Exception:
+            if len(batch) == 1:
+                raise
+            log.exception("a hold of %d failed; deciding each of its requests alone", len(batch))
+        decided: list[Decision | Exception] = []
+        for request in batch:
+            try:
+                [decision] = self._decide([request], lease)
+                decided.append(decision)
+            except (DependencyUnavailable, LockLost):
+                raise
+            except Exception as exc:
+                log.exception("request %s failed alone", request.flag)
+                decided.append(exc)
+        return decided
+
+    def _decide(self, batch: list[Request], lease: Lease) -> list[Decision]:
+        return decide_batch(
+            self.store, batch, lease, self.fencing, self.faults, self.events, self.max_level
+        )
+
     def names_of(self, request: Request) -> frozenset[str]:
         return frozenset(lock_names(request.lines, self.lock_scope))
 
@@ -208,9 +245,7 @@ class BatchRunner:
         names = frozenset().union(*(needs[i] for i in chosen))
         lease = claim.lease(names)
         locked = time.perf_counter()
-        decisions = decide_batch(
-            self.store, [requests[i] for i in chosen], lease, self.fencing, self.faults, self.events
-        )
+        decisions = self._decide_each_its_own([requests[i] for i in chosen], lease)
         deducted = time.perf_counter()
         LOCK_WAIT.labels(self.locks.name).observe(locked - started)
         LOCK_HOLD.labels(self.locks.name).observe(deducted - locked)
@@ -223,8 +258,10 @@ class BatchRunner:
             stages_ms={"lock": (locked - started) * 1000, "deduct": (deducted - locked) * 1000},
         )
         for i, decision in zip(chosen, decisions, strict=True):
-            results[i] = (decision, hold)
-        outcomes = Counter(d.outcome.value for d in decisions)
+            results[i] = decision if isinstance(decision, Exception) else (decision, hold)
+        outcomes = Counter(
+            type(d).__name__ if isinstance(d, Exception) else d.outcome.value for d in decisions
+        )
         log.info(
             "hold of %s (tokens %s): batch of %d, %s; flags %s",
             sorted(names),

@@ -56,7 +56,8 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
                 409: (
                     Stale,
                     "Nothing changed: the level is not the one `expected` (stale), or the "
-                    "adjustment would take it below zero; `num` is the level now",
+                    "adjustment would take it below zero or above MAX_STOCK_LEVEL; `num` is "
+                    "the level now",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
@@ -89,6 +90,9 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             raise ApiError(409, message, num=decision.level)
         if decision.outcome is Outcome.BELOW_ZERO:
             message = f"the level {decision.level} cannot go below zero: nothing changed"
+            raise ApiError(409, message, num=decision.level)
+        if decision.outcome is Outcome.ABOVE_MAX:
+            message = f"the level {decision.level} cannot go above {max_level}: nothing changed"
             raise ApiError(409, message, num=decision.level)
         [entry] = decision.entries
         body = {

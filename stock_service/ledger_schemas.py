@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Strict
+from shared.schemas import WHOLE, Answer, ErrorBody, Strict, text
 from stock_service.batch import REASONS
 
 REASON_TEXT = ", ".join(REASONS)
@@ -30,7 +30,7 @@ def adjustment_model(max_level: int) -> type[Strict]:
         expected: Annotated[
             int, Field(ge=0, le=max_level, description="the level the caller saw"), WHOLE
         ] = None  # type: ignore[assignment]
-        reference: Annotated[str, Field(max_length=200, description="a document")] = None  # type: ignore[assignment]
+        reference: Annotated[str, text(200, "a document (the column holds 200 characters)")] = None  # type: ignore[assignment]
 
         @model_validator(mode="after")
         def _one_form(self) -> Self:

@@ -65,7 +65,7 @@ WRITE_UNFENCED = update(stock).where(stock.c.goods_id == bindparam("g")).values(
 NEW_SEED = (
     update(stock)
     .where(stock.c.goods_id == bindparam("g"))
-    .values(seed_version=stock.c.seed_version + 1, seeded_num=bindparam("seeded"))
+    .values(seed_version=bindparam("version"), seeded_num=bindparam("seeded"))
 )
 INSERT_STOCK = insert(stock)
 INSERT_FLOWS = insert(stock_flow)
@@ -73,10 +73,16 @@ INSERT_DECISIONS = insert(flag_decision)
 INSERT_RETURNS = insert(stock_return)
 INSERT_ADJUSTMENTS = insert(stock_adjustment)
 INSERT_OUTBOX = insert(stock_outbox)
-# A deducted flag becomes returned: a compare-and-set, so a flag is returned once.
+# A deducted flag becomes returned: a compare-and-set, so a flag is returned once; and on the
+# held flag as the return read it, so a release committed since (RELEASE_HOLD) is seen and the
+# held units are not given back twice.
 MARK_RETURNED = (
     update(flag_decision)
-    .where(flag_decision.c.flag == bindparam("f"), flag_decision.c.outcome == Decided.DEDUCTED)
+    .where(
+        flag_decision.c.flag == bindparam("f"),
+        flag_decision.c.outcome == Decided.DEDUCTED,
+        flag_decision.c.held == bindparam("h"),
+    )
     .values(outcome=Decided.RETURNED, held=False)
 )
 # A hold paid: its units are no longer held (a compare-and-set, so they are released once).

@@ -99,15 +99,18 @@ class StockWrite:
         current = self.conn.execute(READ_FENCE, {"g": goods_id}).scalar_one_or_none()
         return int(current) if current is not None else None
 
-    def create_level(self, goods_id: str, level: int, token: int | None, seq: int) -> None:
-        """A goods id brought into being by a `set` (IntegrityError if another writer did)."""
+    def create_level(
+        self, goods_id: str, level: int, token: int | None, seq: int, seed: tuple[int, int]
+    ) -> None:
+        """A goods id brought into being by a `set` (IntegrityError if another writer did);
+        `seed`: the level the last `set` left and its version."""
         self.conn.execute(
             INSERT_STOCK,
             {
                 "goods_id": goods_id,
                 "num": level,
-                "seeded_num": level,
-                "seed_version": 1,
+                "seeded_num": seed[0],
+                "seed_version": seed[1],
                 "fence": token or 0,
                 "ledger_seq": seq,
                 "held": 0,
@@ -115,9 +118,10 @@ class StockWrite:
             },
         )
 
-    def new_seed(self, goods_id: str, level: int) -> None:
-        """A level set outright: the row's next seed version."""
-        self.conn.execute(NEW_SEED, {"g": goods_id, "seeded": level})
+    def new_seed(self, goods_id: str, level: int, version: int) -> None:
+        """A level set outright: the level that `set` left and its seed version (the plan's:
+        a batch may set a goods id twice, or deduct after the `set`)."""
+        self.conn.execute(NEW_SEED, {"g": goods_id, "seeded": level, "version": version})
 
     def add_flows(self, flows: list[dict[str, Any]]) -> None:
         """Flow rows (flag, goods_id, num, seed_version, fence, id, seq, level_after)."""
@@ -138,10 +142,13 @@ class StockWrite:
         if rows:
             self.conn.execute(statement, [{**r, "created_at": self.stamp} for r in rows])
 
-    def mark_returned(self, flags: list[str]) -> bool:
-        """Deducted flags become returned; False when one of them was not deducted any more
-        (returned by another writer since the read)."""
-        return all(self.conn.execute(MARK_RETURNED, {"f": f}).rowcount == 1 for f in flags)
+    def mark_returned(self, flags: list[str], held: frozenset[str] = frozenset()) -> bool:
+        """Deducted flags become returned, each only if its units are still held as they were
+        read (`held`: the flags read as held); False when one of them moved since the read
+        (returned by another writer, or its hold released)."""
+        return all(
+            self.conn.execute(MARK_RETURNED, {"f": f, "h": f in held}).rowcount == 1 for f in flags
+        )
 
     def add_decisions(
         self,
@@ -259,9 +266,11 @@ class StockStore:
             return decided
 
     def release_hold(self, flag: str) -> bool:
-        """A hold paid: its units are no longer held. Needs no lock (the held count moves
-        relatively). False when there was nothing to release (not a hold, released before,
-        or its stock came back)."""
+        """A hold paid: its units are no longer held. Needs no lock: the held count moves
+        relatively, and the decision row's compare-and-set orders it against a return of the
+        same flag, which matches the held flag it read (decide.py): whichever commits first,
+        the other finds the row moved, so the units stop being held exactly once. False when
+        there was nothing to release (not a hold, released before, or its stock came back)."""
         with transaction(self.engine, DB) as conn:
             if conn.execute(RELEASE_HOLD, {"f": flag}).rowcount != 1:
                 return False

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from stock_service.batch import Decision, Kind, Outcome, Request, Shortfall, plan
+from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall, plan
 
 
 def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> None:
@@ -18,7 +18,7 @@ def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> N
         Outcome.INSUFFICIENT,
         Outcome.DEDUCTED,
     ]
-    assert result.decisions[1].shortfalls == [Shortfall("g", 3, 2)]
+    assert result.decisions[1].shortfalls == [Shortfall("g", 3, 2, seed_version=1)]
     assert result.levels == {"g": 0}
     assert result.changed == {"g"}
 
@@ -30,7 +30,9 @@ def test_a_request_that_does_not_fit_changes_nothing_and_fails_alone() -> None:
         {},
     )
     assert [d.outcome for d in result.decisions] == [Outcome.INSUFFICIENT, Outcome.DEDUCTED]
-    assert result.decisions[0].shortfalls == [Shortfall("b", 99, 1)]  # only the short line
+    assert result.decisions[0].shortfalls == [
+        Shortfall("b", 99, 1, seed_version=1)
+    ]  # only the short line
     assert result.levels == {"a": 0, "b": 0}
 
 
@@ -169,3 +171,42 @@ def test_a_deduction_of_a_returned_flag_is_refused_as_cancelled() -> None:
     result = plan([Request("back", {"g": 1})], {"g": 5}, {"back": "returned"})
     assert result.decisions[0].outcome is Outcome.CANCELLED
     assert result.changed == set()
+
+
+def test_a_set_starts_a_seed_that_the_members_after_it_carry() -> None:
+    """A `set` in a hold with deductions: the seed keeps the level the set left (not the level
+    at the end of the batch), and the flows and refusals after it carry the new seed version,
+    so a checker reading refusals by version counts them against the right seed."""
+    requests = [
+        Request("before", {"g": 1}),
+        Request("seed", {"g": 0}, Kind.ADJUST, adjust=Adjustment("g", "set", num=100)),
+        Request("after", {"g": 3}),
+        Request("too-many", {"g": 1000}),
+    ]
+    result = plan(requests, {"g": 5}, {}, {"g": 7}, seed_versions={"g": 4})
+    assert result.seeded == {"g": (100, 5)}
+    assert [(e.kind, e.level_after, e.seed_version) for e in result.entries] == [
+        ("deducted", 4, 4),
+        ("adjusted", 100, 5),
+        ("deducted", 97, 5),
+    ]
+    assert result.decisions[3].shortfalls == [Shortfall("g", 1000, 97, seed_version=5)]
+
+
+def test_a_set_of_a_new_goods_id_starts_at_version_one() -> None:
+    requests = [
+        Request("seed", {"n": 0}, Kind.ADJUST, adjust=Adjustment("n", "set", num=10)),
+        Request("buy", {"n": 4}),
+    ]
+    result = plan(requests, {}, {})
+    assert result.created == {"n"}
+    assert result.seeded == {"n": (10, 1)}
+    assert result.levels == {"n": 6}
+
+
+def test_restocks_that_each_fit_are_refused_past_the_cap() -> None:
+    restock = Adjustment("g", "restock", delta=6)
+    requests = [Request(f"r{i}", {"g": 0}, Kind.ADJUST, adjust=restock) for i in range(2)]
+    result = plan(requests, {"g": 5}, {}, max_level=12)
+    assert [d.outcome for d in result.decisions] == [Outcome.ADJUSTED, Outcome.ABOVE_MAX]
+    assert result.levels == {"g": 11}

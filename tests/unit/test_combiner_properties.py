@@ -493,3 +493,83 @@ def test_the_generated_worlds_line_up_the_story() -> None:
 
     look()
     assert found
+
+
+# --- adversarial neighbours -----------------------------------------------------------------
+
+MAX_LEVEL = 12  # the cap an adjustment may not take a level past (MAX_STOCK_LEVEL)
+LONG_ID = "x" * 64  # an identifier as long as the columns take, with no stock row
+
+
+@st.composite
+def poisoned(draw: st.DrawFn) -> Request:
+    """A member that must change nothing and nobody else's answer: an order far beyond any
+    level, or of many lines, or of goods with no stock row (a 64-character id); a restock past
+    the cap; a compare-and-swap against a level nobody saw; a return of a flag never deducted.
+    Each with a flag of its own (an adjustment's id, a buyer's fresh flag)."""
+    flag = f"poison-{draw(st.uuids()).hex}"
+    kind = draw(st.sampled_from(["huge", "wide", "ghost", "over-cap", "stale", "stray-return"]))
+    if kind == "huge":
+        return Request(flag, {draw(st.sampled_from(GOODS)): draw(st.integers(100, 10**9))})
+    if kind == "wide":  # every goods id, one of them more than can ever be there
+        wanted = {g: 1 for g in GOODS} | {draw(st.sampled_from(GOODS)): 10**6}
+        return Request(flag, wanted)
+    if kind == "ghost":
+        return Request(flag, {LONG_ID: 1, draw(st.sampled_from(GOODS)): 1})
+    if kind == "stray-return":
+        return Request(flag, {draw(st.sampled_from(GOODS)): 1}, Kind.RETURN)
+    goods = draw(st.sampled_from(GOODS))
+    if kind == "over-cap":
+        change = Adjustment(goods, "restock", delta=draw(st.integers(MAX_LEVEL + 1, 10**9)))
+    else:
+        change = Adjustment(goods, "count", num=1, expected=draw(st.integers(MAX_LEVEL + 1, 99)))
+    return Request(flag, {goods: 0}, Kind.ADJUST, adjust=change)
+
+
+@FAST
+@given(requests=requests, levels=levels, decided=decided, data=st.data())
+def test_a_neighbour_that_changes_nothing_changes_no_other_answer(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str], data: st.DataObject
+) -> None:
+    """A batch never decides a member's answer: poisoned and oversized members put anywhere
+    among ordinary ones are refused on their own, and every other member gets exactly the
+    answer, the ledger lines and the levels it gets in the batch without them."""
+    poison = data.draw(st.lists(poisoned(), min_size=1, max_size=4))
+    mixed = list(requests)
+    for bad in poison:
+        mixed.insert(data.draw(st.integers(0, len(mixed))), bad)
+    alone = plan(requests, levels, decided, max_level=MAX_LEVEL)
+    together = plan(mixed, levels, decided, max_level=MAX_LEVEL)
+    bad_flags = {bad.flag for bad in poison}
+    kept = [i for i, r in enumerate(mixed) if r.flag not in bad_flags]
+    for i in (i for i, r in enumerate(mixed) if r.flag in bad_flags):
+        assert together.decisions[i].outcome in (
+            Outcome.INSUFFICIENT,
+            Outcome.ABOVE_MAX,
+            Outcome.STALE,
+            Outcome.VOIDED,
+        ), mixed[i]
+        assert not together.decisions[i].entries
+    others = [together.decisions[i] for i in kept]
+    assert [(d.outcome, d.shortfalls, d.level) for d in others] == [
+        (d.outcome, d.shortfalls, d.level) for d in alone.decisions
+    ]
+    assert [(e.goods_id, e.kind, e.delta, e.level_after, e.seq) for e in together.entries] == [
+        (e.goods_id, e.kind, e.delta, e.level_after, e.seq) for e in alone.entries
+    ]
+    assert together.levels == alone.levels
+
+
+@FAST
+@given(requests=requests, levels=levels, decided=decided)
+def test_no_adjustment_takes_a_level_past_the_cap(
+    requests: list[Request], levels: dict[str, int], decided: dict[str, str]
+) -> None:
+    """Restocks that each fit may not add up past MAX_STOCK_LEVEL: the one that would is
+    refused (above_max), so a later `set` or compare-and-swap can always name the level."""
+    cap = 9
+    start = {g: min(v, cap) for g, v in levels.items()}
+    the_plan = plan(requests, start, decided, max_level=cap)
+    for entry in the_plan.entries:
+        if entry.kind == "adjusted":
+            assert entry.level_after <= cap
