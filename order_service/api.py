@@ -18,6 +18,7 @@ from order_service.model import (
     CONFIRMED,
     FAILED,
     IdempotencyKeyReused,
+    OrderRemoved,
     OrderRequest,
     Placement,
     StockRejected,
@@ -82,6 +83,12 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     "CANCELLING/CANCELLED: cancelled while it was placed, or its key was "
                     "cancelled before (POST /cancelOrder)",
                 ),
+                404: (
+                    ErrorBody,
+                    "A repeat of an Idempotency-Key whose order was rejected (unknown goods) "
+                    "and removed: nothing was deducted, nothing is kept under the key (sent "
+                    "again, it is placed anew)",
+                ),
                 413: BODY_TOO_LARGE,
                 422: (
                     OrderRefused,
@@ -106,6 +113,9 @@ def order_routes(settings: Settings) -> APIBlueprint:
             placement = d.flow.place(order_request, headers_data.idempotency_key)
         except IdempotencyKeyReused as exc:
             raise ApiError(422, str(exc), orderId=exc.order_id) from exc
+        except OrderRemoved as exc:
+            found = {"orderId": exc.order_id} if exc.order_id else {}
+            raise ApiError(404, str(exc), **found) from exc
         except StockRejected as exc:
             if exc.unknown_goods is not None:
                 raise ApiError(422, str(exc), goodsIds=exc.unknown_goods) from exc

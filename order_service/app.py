@@ -36,6 +36,10 @@ def create_app(
 ) -> Flask:
     """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
     settings = settings or Settings.from_env()
+    if not 0 < settings.order_batch_bytes <= settings.max_body_bytes:
+        # The stock service refuses a body over its MAX_BODY_BYTES (413): batches of big
+        # orders would be refused whole, and each member sent again alone.
+        raise ValueError("ORDER_BATCH_BYTES must be positive and at most MAX_BODY_BYTES")
     configure_logging(settings.log_level, settings.log_format)
     app = make_api_app(
         "order_service",
@@ -53,6 +57,7 @@ def create_app(
         CallPolicy.from_settings(settings),
         transport=stock_transport,
         token=settings.stock_service_token,
+        batch_bytes=settings.order_batch_bytes,
     )
     store = OrderStore(engine)
     flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)

@@ -40,6 +40,7 @@ from order_service.model import (
     OrderRequest,
     OrderState,
 )
+from order_service.stock_batch import reduce_many
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Finish, NewOrder
@@ -220,7 +221,7 @@ class OrderBatches:
         if len(wanted) == 1:  # a lone order: the article's route
             [(flag, lines)] = wanted.items()
             return {flag: self.stock.reduce_stock(flag, lines, in_trouble, flag in holds)}
-        return self.stock.reduce_many(wanted, in_trouble, holds)
+        return reduce_many(self.stock, wanted, in_trouble, holds)
 
     def finish(
         self, finishes: list[Finish], unavailable: str | None = None, batch: int = 1

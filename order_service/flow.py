@@ -51,12 +51,14 @@ from order_service.model import (
     PENDING,
     REJECTED,
     IdempotencyKeyReused,
+    OrderRemoved,
     OrderRequest,
     OrderRow,
     Placement,
     StockRejected,
 )
 from order_service.settlement import decided_status, failed_because
+from order_service.stock_answers import UNKNOWN
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
 from order_service.transitions import NewOrder
@@ -120,20 +122,23 @@ class OrderFlow:
             raise OrdersBusy(str(exc)) from exc
         if isinstance(result, KeyTaken):
             # Two submits with one key raced, or the key was cancelled before: the unique key
-            # let exactly one row through.
+            # let exactly one row through. Gone since: that order was rejected and removed.
             existing = self.store.by_idempotency_key(idempotency_key or "")
             if existing is None:
-                raise LookupError(f"Idempotency-Key {idempotency_key}: taken, yet no order")
+                raise OrderRemoved(None)
             return self.replay(existing, request)
         if isinstance(result, Placed):
             shortfalls = list(result.shortfalls)
             return Placement(result.order, False, result.unavailable, shortfalls, result.batch)
         if isinstance(result, Rejected):
             raise self.undo_rejected(order_id, result.answer)
-        flows = self.poll_flows(order_id)
-        if flows:
-            return self.confirm(order_id, request)
-        return self.settle_unknown(order_id, request, result.answer)
+        answer = result.answer
+        # Every attempt answered, none deducting (a call refused whole): no flow to wait for.
+        if answer.outcome != UNKNOWN or answer.uncertain:
+            flows = self.poll_flows(order_id)
+            if flows:
+                return self.confirm(order_id, request)
+        return self.settle_unknown(order_id, request, answer)
 
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
         """Read the flows at once, then again after each delay of the schedule (the article's
@@ -231,5 +236,6 @@ class OrderFlow:
                 break
             self.sleep(0.05)  # the first request is still running; its answer is coming
             order = self.store.get(existing.id)
-        found = order or existing
-        return Placement(found.state, replayed=True)
+        if order is None:  # rejected (unknown goods) and removed while this repeat waited
+            raise OrderRemoved(existing.id)
+        return Placement(order.state, replayed=True)

@@ -138,6 +138,18 @@ class IdempotencyKeyReused(Exception):
         self.order_id = order_id
 
 
+class OrderRemoved(Exception):
+    """A repeat of an Idempotency-Key whose order was rejected by the stock service (unknown
+    goods) and removed meanwhile: nothing was deducted, and nothing is kept under the key."""
+
+    def __init__(self, order_id: str | None) -> None:
+        super().__init__(
+            "the order placed under this Idempotency-Key was rejected by the stock service "
+            "(unknown goods) and removed: nothing was deducted; sent again, it is placed anew"
+        )
+        self.order_id = order_id
+
+
 class StockRejected(Exception):
     """The stock service refused the request itself (unknown goods, a line too large):
     nothing of the order is kept."""

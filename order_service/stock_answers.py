@@ -13,7 +13,7 @@ from shared.contract import Outcome
 
 # What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
 UNKNOWN = "unknown"  # no answer that says what happened
-REJECTED = "rejected"  # the request itself was refused (400/404/422): nothing done
+REJECTED = "rejected"  # the order's own goods are unknown (404, unknown_goods): nothing done
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
 
@@ -24,6 +24,30 @@ class StockAnswer:
     body: Any = None
     attempts: int = 0
     error: str | None = None  # the last failure, for the order's reason and the log
+    # An attempt had no answer (a timeout, a connection error, a 5xx, `unavailable`): it may
+    # have deducted, so no later refusal of the request makes the order "rejected"; its
+    # outcome is asked of the stock database instead.
+    uncertain: bool = False
+
+    def no_answer(self, error: str) -> None:
+        self.error, self.uncertain = error, True
+
+    def refused_whole(self, status: int, body: Any) -> None:
+        """A 4xx about the call itself (413, 400, 422, 401...), or a refusal after an attempt
+        that may have deducted: not a decision on this order. Its outcome stays unknown, to be
+        asked of the stock database (GET /flags), never taken for a rejection of it."""
+        self.outcome, self.status, self.body = UNKNOWN, status, body
+        self.error = error_text(body, status) + (
+            " after an attempt with no answer" if self.uncertain else ""
+        )
+
+    def own_goods_unknown(self, status: int, body: Any) -> None:
+        """The stock service knows none of some of the order's own goods ids: nothing could be
+        deducted, unless an earlier attempt, unanswered, got further (then: unknown)."""
+        if self.uncertain:
+            self.refused_whole(status, body)
+        else:
+            self.outcome, self.status, self.body = REJECTED, status, body
 
 
 @dataclass(frozen=True)
@@ -43,13 +67,13 @@ def take_result(answer: StockAnswer, result: dict[str, Any]) -> None:
     """One flag's result of a batched call, as the single route's answer would have it."""
     outcome = result["outcome"]
     if outcome == Outcome.UNAVAILABLE:  # its 503: unknown, asked again
-        answer.error = f"HTTP 503: {result.get('error')}"
+        answer.no_answer(f"HTTP 503: {result.get('error')}")
         return
     answer.error = None
     answer.body = result
     if outcome == Outcome.UNKNOWN_GOODS:  # its 404
-        answer.outcome, answer.status = REJECTED, 404
-        answer.body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
+        body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
+        answer.own_goods_unknown(404, body)
         return
     answer.outcome = str(outcome)
     answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409

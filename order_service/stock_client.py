@@ -7,7 +7,11 @@ ConnectError, ...):
   attempt's work answers `duplicate`, and the caller confirms by polling the stock flow.
 - 409 insufficient or voided: a known outcome, never retried. 409 unknown_flag: the flag was
   not live (Redis lost it): the caller may write it again and call again.
-- 400/404: the request itself is wrong, never retried.
+- 404 naming the order's own goods ids, with no attempt before it unanswered: rejected (the
+  one refusal that is the order's own; the caller removes the order).
+- any other 4xx (413, 400, 422, 401) refuses the call, not the order, and a 404 after an
+  unanswered attempt (which may have deducted) says nothing of that attempt: never retried,
+  never read as a rejection; the outcome is left unknown, for the stock database to tell.
 
 `void(flag)` asks the stock service to settle a flag whose outcome is unknown: voided (nothing
 was deducted, and nothing will be) or deducted (with its flows). It is idempotent, so it is
@@ -25,14 +29,12 @@ import httpx
 
 from order_service.retry import CallPolicy, RetryBudget
 from order_service.stock_answers import (
-    REJECTED,
     RETRYABLE_STATUS,
     UNKNOWN,
     StockAnswer,
     StockDecision,
     error_text,
     json_or_text,
-    take_result,
 )
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
@@ -70,6 +72,7 @@ class StockClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] | None = None,
         token: str = "",
+        batch_bytes: int = 48 * 1024,
     ) -> None:
         timeout = policy.timeout
         # The stock service's STOCK_SERVICE_TOKEN, on every call (none: its routes are open).
@@ -96,11 +99,15 @@ class StockClient:
         )
         self.policy = policy
         self.sleep = sleep
+        self.batch_bytes = batch_bytes  # ORDER_BATCH_BYTES: a batched call's body at most
 
-    def _budget(self) -> RetryBudget:
-        """One call's attempts, the first included, as the policy allows them."""
+    def budget(self, seconds: float | None = None) -> RetryBudget:
+        """One call's attempts, the first included, as the policy allows them; `seconds`:
+        what is left of a budget already begun."""
         p = self.policy
-        budget = RetryBudget(p.retries + 1, p.budget_seconds, p.backoff)
+        budget = RetryBudget(
+            p.retries + 1, p.budget_seconds if seconds is None else seconds, p.backoff
+        )
         if self.sleep is not None:
             budget.sleep = self.sleep
         return budget
@@ -111,16 +118,20 @@ class StockClient:
         lines: dict[str, int],
         before_retry: Callable[[], None] = _nothing,
         hold: bool = False,
+        answer: StockAnswer | None = None,
+        budget: RetryBudget | None = None,
     ) -> StockAnswer:
         """`before_retry`: called before each attempt after the first (a batch lets the next
         one start instead of holding it up while this call is in trouble); `hold`: a hold's
-        deduction, its units held until paid (release_hold)."""
+        deduction, its units held until paid (release_hold). `answer` and `budget`: a call
+        carried on alone after a batched one (order_service/stock_batch.py), keeping what its
+        attempts so far said and the time they left."""
         params = {"hold": "true"} if hold else None
         body = [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())]
-        budget = self._budget()
-        answer = StockAnswer(UNKNOWN)
+        budget = budget or self.budget()
+        answer = answer or StockAnswer(UNKNOWN)
         while budget.next_attempt():
-            answer.attempts = budget.used
+            answer.attempts += 1
             if budget.used > 1:
                 STOCK_CALL_RETRIES.inc()
                 before_retry()
@@ -130,88 +141,33 @@ class StockClient:
                     f"/reduceStock/{flag}", json=body, params=params, headers=request_id_headers()
                 )
             except httpx.TransportError as exc:
-                answer.error = f"{type(exc).__name__} calling the stock service"
+                answer.no_answer(f"{type(exc).__name__} calling the stock service")
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
                 continue
-            answer.status = response.status_code
-            answer.body = json_or_text(response)
-            if response.status_code in RETRYABLE_STATUS:
-                answer.error = error_text(answer.body, response.status_code)
+            status, answer.body = response.status_code, json_or_text(response)
+            if status in RETRYABLE_STATUS:
+                answer.status = status
+                answer.no_answer(error_text(answer.body, status))
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
                 continue
-            answer.error = None
-            if response.status_code == 200:
+            answer.status, answer.error = status, None
+            if status == 200:
                 answer.outcome = str(answer.body.get("outcome", UNKNOWN))
-            elif response.status_code == 409:
+            elif status == 409:
                 answer.outcome = str(answer.body.get("outcome", "insufficient"))
+            elif status == 404 and isinstance(answer.body, dict) and "goodsIds" in answer.body:
+                answer.own_goods_unknown(status, answer.body)  # its own goods ids: unknown
             else:
-                answer.outcome = REJECTED
+                answer.refused_whole(status, answer.body)
+                log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
             return answer
         return answer
-
-    def reduce_many(
-        self,
-        wanted: dict[str, dict[str, int]],
-        before_retry: Callable[[], None] = _nothing,
-        holds: frozenset[str] = frozenset(),
-    ) -> dict[str, StockAnswer]:
-        """The batched PUT /reduceStock: each flag its own lines and its own answer, as
-        reduce_stock would give it alone. Retried as reduce_stock is, with the same flags,
-        for the flags whose outcome is still unknown (no answer, a 5xx, or `unavailable`)."""
-        budget = self._budget()
-        answers = {flag: StockAnswer(UNKNOWN) for flag in wanted}
-        pending = list(wanted)
-        while pending and budget.next_attempt():
-            if budget.used > 1:
-                STOCK_CALL_RETRIES.inc()
-                before_retry()
-            client = self.http if budget.used == 1 else self.fresh
-            body = {
-                "flags": [
-                    {
-                        "flag": flag,
-                        "lines": [
-                            {"goodsId": g, "goodsNum": n} for g, n in sorted(wanted[flag].items())
-                        ],
-                        **({"hold": True} if flag in holds else {}),
-                    }
-                    for flag in pending
-                ]
-            }
-            for flag in pending:
-                answers[flag].attempts = budget.used
-            try:
-                response = client.put("/reduceStock", json=body, headers=request_id_headers())
-            except httpx.TransportError as exc:
-                error = f"{type(exc).__name__} calling the stock service"
-                log.warning(
-                    "reduceStock of %d flags, attempt %d: %s", len(pending), budget.used, error
-                )
-                for flag in pending:
-                    answers[flag].error = error
-                continue
-            if response.status_code != 200:
-                error = error_text(json_or_text(response), response.status_code)
-                log.warning(
-                    "reduceStock of %d flags, attempt %d: %s", len(pending), budget.used, error
-                )
-                for flag in pending:
-                    answers[flag].error = error
-                    if response.status_code not in RETRYABLE_STATUS:
-                        answers[flag].outcome, answers[flag].status = REJECTED, response.status_code
-                if response.status_code not in RETRYABLE_STATUS:
-                    return answers
-                continue
-            for result in response.json()["results"]:
-                take_result(answers[result["flag"]], result)
-            pending = [flag for flag in pending if answers[flag].outcome == UNKNOWN]
-        return answers
 
     def decision(self, flag: str) -> StockDecision | None:
         """What the stock database decided for the flag, changing nothing (GET /flags):
         `outcome` None while undecided; None when the stock service gave no answer within the
         budget."""
-        budget = self._budget()
+        budget = self.budget()
         while budget.next_attempt():
             try:
                 response = self.http.get(f"/flags/{flag}", headers=request_id_headers())
@@ -249,7 +205,7 @@ class StockClient:
         return self._settle("returnStock", flag, "returns")
 
     def _settle(self, route: str, flag: str, rows: str) -> StockDecision | None:
-        budget = self._budget()
+        budget = self.budget()
         while budget.next_attempt():
             try:
                 response = self.http.put(f"/{route}/{flag}", headers=request_id_headers())
