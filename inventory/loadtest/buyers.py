@@ -2,8 +2,8 @@
 as asked, cancelling it (at once, racing its genOrder, by its Idempotency-Key; or once it is
 placed, by its id), paying its hold, or leaving the hold to expire.
 
-Goods ids are unique to the run (a prefix), so the check reads only this run's rows even on a
-stack that has seen other runs.
+Goods ids are unique to the run (a prefix, goods_ids.py), so the check reads only this run's
+rows even on a stack that has seen other runs.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,6 +21,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedCo
 
 from inventory.check import CheckResult
 from inventory.loadtest.after_sale import AfterSale
+from inventory.loadtest.goods_ids import goods_ids as make_goods_ids
+from inventory.loadtest.goods_ids import run_prefix
 from inventory.loadtest.restocks import Restocker
 from inventory.local.stack_state import StackState
 
@@ -40,6 +41,7 @@ class LoadConfig:
     pay_within: int | None = None  # every order a hold; a third of the rest left to expire
     restocks: int = 0  # adjustments of reason restock during the run (restocks.py)
     restock_size: int = 0  # units each; 0: a quarter of `stock`, at least 1
+    id_length: int | None = None  # goods ids padded to this many characters (goods_ids.py)
 
     def restock_units(self) -> int:
         return self.restock_size or max(1, self.stock // 4)
@@ -135,8 +137,8 @@ def plan_orders(config: LoadConfig, goods_ids: list[str]) -> list[Planned]:
 async def drive(
     state: StackState, config: LoadConfig, console: Console | None = None
 ) -> LoadResult:
-    prefix = f"lt{config.seed}-{uuid.uuid4().hex[:6]}-"
-    goods_ids = [f"{prefix}{k}" for k in range(config.goods)]
+    prefix = run_prefix(config.seed)
+    goods_ids = make_goods_ids(prefix, config.goods, config.id_length)
     limits = httpx.Limits(
         max_connections=config.concurrency * 2, max_keepalive_connections=config.concurrency * 2
     )

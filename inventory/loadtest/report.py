@@ -19,7 +19,8 @@ def print_summary(result: LoadResult, state: StackState, console: Console) -> No
     table = Table("", "", title=f"load test: lock {state.lock_backend}/{state.lock_scope}")
     c = result.config
     table.add_row("orders sent", f"{s['orders']} (+{s['duplicate_submits']} double submits)")
-    table.add_row("goods x stock", f"{c.goods} x {c.stock} (items per order {c.items})")
+    ids = f", ids of {c.id_length} characters" if c.id_length else ""
+    table.add_row("goods x stock", f"{c.goods} x {c.stock} (lines per order {c.items}{ids})")
     table.add_row("concurrency", str(c.concurrency))
     table.add_row("confirmed", str(s["confirmed"]))
     table.add_row("failed", str(s["failed"]))

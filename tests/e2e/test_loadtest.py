@@ -146,3 +146,22 @@ def test_a_load_test_with_cancels_expiring_holds_and_restocks_proves_the_ledger(
     assert answers.get("restock 201") == 4, answers
     assert answers.get("cancel 200", 0) > 0 and answers.get("pay 200", 0) > 0
     assert answers.get("hold left to expire", 0) > 0 and summary["settled_s"] is not None
+
+
+@pytest.mark.parametrize("id_length", [24, 64])
+def test_big_orders_of_long_ids_are_all_confirmed_and_checked(stack_with, id_length: int) -> None:  # type: ignore[no-untyped-def]
+    """`inventory loadtest --lines 100 --id-length 64`: 48 buyers at once, each a hundred lines
+    of long goods ids, with stock for all. The order service's batches of such orders are
+    larger than the stock service takes in one body (MAX_BODY_BYTES); cut by bytes
+    (ORDER_BATCH_BYTES), every order is confirmed, as it would be alone, and the check passes."""
+    state = stack_with("zookeeper", on_postgres=True)
+    config = LoadConfig(
+        orders=96, concurrency=48, goods=100, stock=1000, items=100, id_length=id_length
+    )
+    result = run_loadtest(state, config)
+    summary = result.summary()
+    print(f"\n{config.orders} orders of 100 lines, {id_length}-character ids: {summary}")
+    assert summary["errors"] == {} and summary["failed"] == 0
+    assert summary["confirmed"] == config.orders
+    assert [c.name for c in result.checks if not c.ok] == []
+    assert result.ledger["deducted"] == config.orders * config.items

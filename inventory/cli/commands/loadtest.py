@@ -4,13 +4,14 @@ on the running stack or on a stack of its own for the run."""
 from __future__ import annotations
 
 import argparse
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from inventory.cli.errors import UsageError
-from inventory.cli.options import at_least, ratio
+from inventory.cli.options import at_least, between, ratio
 from inventory.local import homes, stack, stack_state
 from shared.settings import LOCK_BACKENDS, LOCK_SCOPES
 
@@ -29,9 +30,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument("--concurrency", type=at_least(1), default=32, help="concurrent buyers")
     p.add_argument("--goods", type=at_least(1), default=1, help="goods ids")
     p.add_argument("--stock", type=at_least(0), default=40, help="initial stock per goods id")
-    p.add_argument("--items", type=at_least(1), default=1, help="goods ids per order")
+    p.add_argument(
+        "--lines", "--items", dest="items", type=at_least(1), default=1, help="lines per order"
+    )
+    p.add_argument(
+        "--id-length",
+        type=between(1, 64, "the longest goods id"),
+        metavar="L",
+        help="goods ids of L characters (24, 64: long ids, big bodies)",
+    )
     p.add_argument(
         "--duplicates",
+        dest="duplicate_ratio",
         type=ratio,
         default=0.0,
         help="share of orders submitted twice with one Idempotency-Key (0-1)",
@@ -81,22 +91,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from inventory.loadtest import LoadConfig
+    from inventory.loadtest.goods_ids import shortest
 
-    config = LoadConfig(
-        orders=args.orders,
-        concurrency=args.concurrency,
-        goods=args.goods,
-        stock=args.stock,
-        items=args.items,
-        duplicate_ratio=args.duplicates,
-        seed=args.seed,
-        cancel_rate=args.cancel_rate,
-        pay_within=args.pay_within,
-        restocks=args.restocks,
-        restock_size=args.restock_size,
-    )
+    wanted = {f.name for f in fields(LoadConfig)}
+    config = LoadConfig(**{k: v for k, v in vars(args).items() if k in wanted})
     if config.items > config.goods:
-        raise UsageError(f"--items {config.items} is more than --goods {config.goods}")
+        raise UsageError(f"--lines/--items {config.items} is more than --goods {config.goods}")
+    if config.id_length is not None and config.id_length < shortest(config.seed, config.goods):
+        raise UsageError(f"--id-length {config.id_length}: too short for --goods {config.goods}")
     state = stack_state.load_state()
     own_stack = (
         args.lock is not None
