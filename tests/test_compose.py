@@ -22,7 +22,7 @@ def test_every_setting_in_compose_is_read_by_the_code() -> None:
     known = {f.name.upper() for f in fields(Settings)}
     for name, service in compose()["services"].items():
         for variable in service.get("environment") or {}:
-            if name in ("stock", "order", "migrate", "reconciler"):
+            if name in ("stock", "order", "migrate", "reconciler", "relay"):
                 assert variable in known, f"{name}: {variable} is not a setting"
 
 
@@ -56,3 +56,24 @@ def test_the_zookeeper_ensemble_lists_three_servers() -> None:
     assert all(
         services[f"zk{i}"]["environment"]["ZOO_SERVERS"].count("server.") == 3 for i in (1, 2, 3)
     )
+
+
+def test_two_elected_relays_publish_the_stock_events() -> None:
+    """The relay is the product's own program, as the cluster runs it (one leads, one stands
+    by), with the services' settings."""
+    services = compose()["services"]
+    assert services["relay"]["command"] == ["python", "-m", "stock_service.relay"]
+    assert services["relay"]["deploy"]["replicas"] >= 2
+    assert services["relay"]["environment"] == services["stock"]["environment"]
+
+
+def test_redis_keeps_the_stream_across_a_restart() -> None:
+    """An append-only file on a named volume: what the relay marked sent is still in the
+    stream after Redis restarts or its container is made again (docs/ledger.md)."""
+    redis = compose()["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert command[command.index("--appendfsync") + 1] in ("everysec", "always")
+    volume, _, path = redis["volumes"][0].partition(":")
+    assert path == "/data"  # the official image's working directory, where the file goes
+    assert volume in compose()["volumes"]

@@ -68,6 +68,14 @@ PERMISSIONS = {
 # one to fail over. Shorter would count a primary busy with a burst of TLS reconnections as
 # dead.
 DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS = 1000, 10000
+# Each node keeps its data in an append-only file, fsynced every second: the stock events'
+# stream must outlive a restart of every node at once (the chaos run's
+# `restart-all-redis`), which replication alone does not survive. What Redis has answered is
+# in the kernel before the answer goes out, so a node killed (-9) and restarted has it; only
+# the machine's crash can lose its last second (Redis 7.0 has no WAITAOF to wait for the
+# fsync), and the outbox keeps those events for GET /stock-events (inventory/local/servers.py
+# says the same of the local stack's Redis).
+PERSISTENCE = "appendonly yes\nappendfsync everysec\n"
 
 
 def _private(path: Path, text: str) -> None:
@@ -93,7 +101,7 @@ def server_config(node: Host, folder: Path, secrets: Secrets) -> Path:
     _private(
         path,
         f"bind {node.address}\n{_listen(topology.REDIS_PORT, secrets)}protected-mode no\n"
-        f'save ""\nappendonly no\ndir {folder}\n'
+        f'save ""\n{PERSISTENCE}dir {folder}\n'
         "user default off\n"
         + users
         + f"masteruser replica\nmasterauth {secrets.redis['replica']}\n"

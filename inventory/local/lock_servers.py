@@ -25,7 +25,9 @@ def zookeeper_unless_given(env: dict[str, str], home: Path, started: dict[str, i
 def redis_unless_given(env: dict[str, str], home: Path, started: dict[str, int]) -> str:
     if env.get("REDIS_URL"):
         return env["REDIS_URL"]
-    rd = servers.start_redis(home / "redis")
+    # Persistent: the stream of stock events lives here, and a restarted stack (`down`, `up`)
+    # must still have what the relay marked sent (the flags in it do no harm: each has a TTL).
+    rd = servers.start_redis(home / "redis", persist=True)
     started["redis"] = rd.pid
     return f"redis://{rd.address}/0"
 

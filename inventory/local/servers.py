@@ -235,20 +235,39 @@ def zk_ready(port: int) -> bool:
         return False
 
 
-def start_redis(folder: Path, port: int | None = None, timeout: float = 20.0) -> ServerProcess:
-    """A redis-server of our own: loopback only, nothing saved to disk."""
+def start_redis(
+    folder: Path, port: int | None = None, timeout: float = 20.0, persist: bool = False
+) -> ServerProcess:
+    """A redis-server of our own, loopback only; with `persist`, keeping its data in `folder`
+    across restarts (redis_argv says how), as the stack's does."""
     if "redis-server" in missing_servers():
         raise ServerError("Redis is not installed: apt-get install redis-server")
     port = port or free_port()
     folder.mkdir(parents=True, exist_ok=True)
-    argv = redis_argv(folder, port)
+    argv = redis_argv(folder, port, persist=persist)
     return start_server("redis", argv, port, folder, lambda: redis_ready(port), timeout)
 
 
-def redis_argv(folder: Path, port: int, bind: str = "127.0.0.1") -> list[str]:
-    """One redis-server, nothing saved to disk (flags are meant to be lost with it). Bound
-    beyond loopback (a cluster's host), protected mode is turned off: it would refuse every
-    client from another address, there being no password."""
+# The append-only file, written at every command and fsynced every second (Redis 7.0 has no
+# WAITAOF, so a client cannot wait for the fsync). A write Redis has answered is already in
+# the kernel (the AOF buffer is written before the replies go out), so it survives the server's
+# restart and its kill -9; the last second of answered writes can be lost only with the
+# machine (a power loss, a kernel crash), or when a slow disk holds a pending fsync and Redis
+# postpones its writes (up to 2 s). `appendfsync always` would close that at an fsync per
+# write; the stock events do not need it: the outbox keeps every event, and a consumer
+# fetches what a stream lost from GET /stock-events (docs/ledger.md).
+PERSISTENT = ["--appendonly", "yes", "--appendfsync", "everysec"]
+VOLATILE = ["--appendonly", "no"]
+
+
+def redis_argv(
+    folder: Path, port: int, bind: str = "127.0.0.1", persist: bool = False
+) -> list[str]:
+    """One redis-server, with no snapshots (`save ""`); with `persist` the append-only file
+    in `folder` (loaded again at the next start there), without it nothing on disk: the
+    tests' servers, and the scenarios that restart Redis empty on purpose. Bound beyond
+    loopback (a cluster's host), protected mode is turned off: it would refuse every client
+    from another address, there being no password."""
     unprotected = ["--protected-mode", "no"] if bind != "127.0.0.1" else []
     return [
         "redis-server",
@@ -259,8 +278,7 @@ def redis_argv(folder: Path, port: int, bind: str = "127.0.0.1") -> list[str]:
         str(port),
         "--save",
         "",
-        "--appendonly",
-        "no",
+        *(PERSISTENT if persist else VOLATILE),
         "--dir",
         str(folder),
     ]
