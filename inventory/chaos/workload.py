@@ -1,7 +1,10 @@
 """The chaos run's buyers: threads sending POST /genOrder to haproxy from the root namespace.
 
 Orders mix a few hot goods ids (demand far above supply: they sell out) with many others,
-one to three lines each; some are submitted twice at once under one Idempotency-Key, and every
+one to three lines each, and, a few, big orders beside them: 50 or 100 lines of goods ids of
+64 characters (BIG below), so that a batch of the order service's holds small and big orders
+at once, its reduceStock body is cut by bytes (ORDER_BATCH_BYTES), and the faults meet calls
+of either size; some are submitted twice at once under one Idempotency-Key, and every
 answer that is not definite is retried under the same key, as a careful client would. Some are
 cancelled (half at once, racing their own genOrder, half once placed), some are holds (paid, or
 left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. The
@@ -31,6 +34,10 @@ NORMAL, SCARCE = "normal", "scarce"  # what the buyers order: the run's mix, or 
 # two orders, so the few units that come back stay on the shelf for a while (about 8 orders a
 # second over 3 ids, against about 12 units in and out of holds and cancels).
 SCARCE_THINK = 0.7
+# Big orders: this many lines, of goods ids this long (the longest the API takes), stocked so
+# that they never sell out: what they test is the size of the calls, not the shortage.
+BIG_LINES = (50, 100)
+BIG_ID_LENGTH = 64
 
 
 @dataclass
@@ -41,10 +48,11 @@ class Goods:
     # Ordered only under a fault's SCARCE demand: a few units each, sold out within a second of
     # it, then going out in holds and cancels and coming back (returns) while it holds.
     scarce: dict[str, int] = field(default_factory=dict)
+    big: dict[str, int] = field(default_factory=dict)  # the big orders' goods ids (BIG_LINES)
 
     @property
     def levels(self) -> dict[str, int]:
-        return {**self.hot, **self.others, **self.scarce}
+        return {**self.hot, **self.others, **self.scarce, **self.big}
 
 
 def make_goods(
@@ -55,12 +63,15 @@ def make_goods(
     other_stock: int = 200,
     scarce: int = 3,
     scarce_stock: int = 9,
+    big: int = max(BIG_LINES),
+    big_stock: int = 10_000,
 ) -> Goods:
     return Goods(
         prefix,
         {f"{prefix}hot{i}": hot_stock for i in range(hot)},
         {f"{prefix}g{i:03d}": other_stock for i in range(others)},
         {f"{prefix}scarce{i}": scarce_stock for i in range(scarce)},
+        {f"{prefix}big{i:03d}-".ljust(BIG_ID_LENGTH, "x"): big_stock for i in range(big)},
     )
 
 
@@ -74,6 +85,7 @@ class Workload:
     double_share: float = 0.08  # share of orders submitted twice at once
     cancel_share: float = 0.08  # share of orders cancelled: half at once, half once placed
     hold_share: float = 0.1  # share of orders that are holds: two thirds paid, the rest expire
+    big_share: float = 0.04  # share of orders that are big (BIG_LINES lines of long ids)
     timeout: float = 40.0
     seed: int = 1
     demand: str = NORMAL  # set by the run while a fault with a demand of its own holds
@@ -100,6 +112,9 @@ class Workload:
             thread.join(self.timeout * 5)
 
     def _order(self, rng: random.Random) -> dict[str, int]:
+        if self.goods.big and rng.random() < self.big_share:
+            lines = min(rng.choice(BIG_LINES), len(self.goods.big))
+            return dict.fromkeys(rng.sample(list(self.goods.big), lines), 1)
         hot, others = list(self.goods.hot), list(self.goods.others)
         lines: dict[str, int] = {}
         for _ in range(rng.choice((1, 1, 2, 3))):
