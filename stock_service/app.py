@@ -23,6 +23,7 @@ from stock_service.admin import admin_auth, service_guard
 from stock_service.api import SERVICE_ROUTES, stock_routes
 from stock_service.deduction import StockDeduction
 from stock_service.deps import StockDeps
+from stock_service.events_api import events_routes
 from stock_service.faults_api import fault_routes
 from stock_service.holds import LockPolicy
 from stock_service.ledger import Ledger
@@ -70,6 +71,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(stock_routes(models, admin))
     app.register_blueprint(settle_routes())
     app.register_blueprint(ledger_routes(admin, settings.max_stock_level))
+    app.register_blueprint(events_routes())
     if settings.stock_service_token:
         app.before_request(service_guard(settings.stock_service_token, SERVICE_ROUTES))
     if not settings.admin_token:
