@@ -92,9 +92,7 @@ class Settings:
     # The relay marks events sent only once this many Redis replicas have them (WAIT), lest a
     # Sentinel failover lose them (replication is asynchronous); 0 does not wait.
     stock_events_min_replicas: int = 0
-    # Seconds between the relay's looks at an empty outbox: the most an event waits between
-    # its commit and the stream (an indexed query that finds nothing costs little).
-    stock_events_poll: float = 0.2
+    stock_events_poll: float = 0.2  # seconds between the relay's looks at an empty outbox
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True
@@ -235,8 +233,8 @@ class Settings:
             raise ValueError("LOG_FORMAT must be text or json")
         if self.lock_scope not in LOCK_SCOPES:
             raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
-        if self.deduct_batch_patience <= 0:
-            raise ValueError("DEDUCT_BATCH_PATIENCE must be positive (seconds)")
+        if min(self.deduct_batch_patience, self.stock_events_poll) <= 0:
+            raise ValueError("DEDUCT_BATCH_PATIENCE and STOCK_EVENTS_POLL must be positive (s)")
         if (
             self.etcd_lease_ttl < 1
             or min(
@@ -286,8 +284,6 @@ class Settings:
             raise ValueError(
                 "LOCK_BACKEND=database needs a PostgreSQL or MySQL STOCK_DATABASE_URL, not SQLite"
             )
-        if self.stock_events_poll <= 0:
-            raise ValueError("STOCK_EVENTS_POLL must be positive (seconds)")
 
 
 def _convert(raw: str, default: Any) -> Any:
