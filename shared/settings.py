@@ -92,7 +92,7 @@ class Settings:
     # The relay marks events sent only once this many Redis replicas have them (WAIT), lest a
     # Sentinel failover lose them (replication is asynchronous); 0 does not wait.
     stock_events_min_replicas: int = 0
-    stock_events_poll: float = 0.2  # seconds between the relay's looks at an empty outbox
+    stock_events_poll: float = 0.05  # seconds between the relay's looks at an empty outbox
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True
