@@ -11,6 +11,10 @@ Points, where they fire, and what they do:
   SIGSTOP (stale-holder: a long pause; someone else sends SIGCONT).
 - kill_in_transaction: inside the deduction's transaction, before commit, the worker kills
   itself with SIGKILL (crash-mid-deduction).
+- pair_after_read: after the read, two deductions meet before either writes: the first to come
+  waits (at most `value` s) for a second. Without a lock or a fence both then write the level
+  they read less their own sale: one lost update per pair, every time, so the baselines show
+  what the lock and the fence prevent in every run instead of when the timing happens to.
 - reconciler_stop_before_write: the elected reconciler, inside its pass (after asking whether
   it still leads), stops itself with SIGSTOP before settling an order (demo standby).
 The pid of a worker that stops or kills itself is left in Redis for the demo to find.
@@ -33,9 +37,11 @@ POINTS = (
     "stop_after_read",
     "kill_in_transaction",
     "reconciler_stop_before_write",
+    "pair_after_read",
 )
 PREFIX = "inventory:fault:"
 LAST_PID = PREFIX + "last_pid"
+PAIRS = PREFIX + "pairs"  # how many deductions have come to pair_after_read
 
 # Take one firing of an armed fault atomically: several workers may race for it.
 TAKE = """
@@ -88,6 +94,19 @@ class Faults:
         elif point == "kill_in_transaction":
             self._leave_pid()
             self._signal_self(signal.SIGKILL)
+        elif point == "pair_after_read":
+            self._pair(value)
+
+    def _pair(self, patience: float) -> None:
+        """Meet one other deduction here: an odd arrival waits for the next one (at most
+        `patience` seconds), an even one goes on at once, its partner a poll later."""
+        assert self.redis is not None
+        arrived = int(self.redis.incr(PAIRS))
+        if arrived % 2 == 0:
+            return
+        deadline = time.monotonic() + patience
+        while time.monotonic() < deadline and int(self.redis.get(PAIRS) or 0) <= arrived:
+            time.sleep(0.002)
 
     @staticmethod
     def _signal_self(sig: signal.Signals) -> None:

@@ -38,86 +38,32 @@ not the level at the end of the batch (a checker reads refusals by the version t
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from shared.contract import AS_DEDUCTION, Decided, Outcome
+from stock_service.batch_model import (
+    REASONS,
+    Adjustment,
+    Decision,
+    Entry,
+    Kind,
+    Request,
+    Shortfall,
+)
 
-
-class Kind(enum.StrEnum):
-    DEDUCT = "deduct"
-    RETURN = "return"
-    ADJUST = "adjust"
-
-
-# The reasons an adjustment may give (POST /stock/{goodsId}/adjustments): `set` is an absolute
-# level (the admin seed is one), the others are changes by a delta or, with the level the
-# caller saw, to an absolute level (a compare-and-swap).
-REASONS = ("restock", "damaged", "correction", "count", "set")
-
-
-@dataclass(frozen=True)
-class Adjustment:
-    """A change of one goods id's level that is not an order's: by `delta`, or to `num`
-    (only if the level is `expected`, when given: a compare-and-swap)."""
-
-    goods_id: str
-    reason: str
-    delta: int | None = None
-    num: int | None = None
-    expected: int | None = None
-    reference: str | None = None
-
-
-@dataclass(frozen=True)
-class Shortfall:
-    goods_id: str
-    requested: int
-    available: int
-    # The seed version of the level it was refused against (set by the store): a checker
-    # tells a lost sale from a refusal before the goods was seeded again.
-    seed_version: int | None = None
-
-
-@dataclass(frozen=True)
-class Request:
-    """One PUT /reduceStock (the operation flag and the quantity per goods id; `hold`: a hold's
-    units, held until paid), one return of a flag's stock (its lines: the flag's flows, read
-    before the hold), or one adjustment (its id as the flag, its goods id as the one line)."""
-
-    flag: str
-    lines: Mapping[str, int]
-    kind: Kind = Kind.DEDUCT
-    hold: bool = False
-    adjust: Adjustment | None = None
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One line of the ledger a plan writes: a goods id's level moved by `delta` to
-    `level_after`, its `seq`-th entry; for request `index` of the batch."""
-
-    index: int
-    goods_id: str
-    kind: str  # deducted, returned, adjusted
-    delta: int
-    level_after: int
-    seq: int
-    seed_version: int = 1  # the seed of the goods id this line belongs to
-
-
-@dataclass
-class Decision:
-    outcome: Outcome
-    shortfalls: list[Shortfall] = field(default_factory=list)
-    # The stock-flow rows a deduction committed (set once committed): the same rows GET
-    # /stockFlow/{flag} returns, so the answer can carry them.
-    flows: list[dict[str, Any]] = field(default_factory=list)
-    level: int | None = None  # an adjustment's: the level after it, or the level that was stale
-    entries: list[Entry] = field(default_factory=list)  # its lines of the ledger
-    committed_at: Any = None  # the time of the commit that wrote it (set once committed)
+__all__ = [
+    "REASONS",
+    "Adjustment",
+    "Decision",
+    "Entry",
+    "Kind",
+    "Outcome",
+    "Plan",
+    "Request",
+    "Shortfall",
+    "plan",
+]
 
 
 @dataclass

@@ -49,6 +49,7 @@ from shared.metrics import FENCING_REFUSALS
 from stock_service.batch import Decision, Outcome, Plan, Request, plan
 from stock_service.entries import ledger_rows, outbox_rows
 from stock_service.store import BatchRead, StockStore, StockWrite
+from stock_service.unfenced import renumber
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,12 @@ def decide_batch(
         seeds = {g: int(row.seed_version) for g, row in read.rows.items()}
         the_plan = plan(list(requests), levels, read.decided, seqs, read.held, seeds, max_level)
         faults.fire("stop_after_read")
+        faults.fire("pair_after_read")
         if not the_plan.writes:
             return the_plan.decisions
         flows, returns, adjustments = ledger_rows(the_plan, requests, tokens if fenced else {})
+        thresholds = {g: row.low_stock for g, row in read.rows.items()}
+        outbox = outbox_rows(the_plan.entries, requests, levels, thresholds) if events else []
         try:
             with store.writing() as write:
                 # First, so that this transaction takes a flag's decision row before its stock
@@ -97,7 +101,9 @@ def decide_batch(
                 returning = [r.flag for r in the_plan.returning(requests)]
                 if not write.mark_returned(returning, read.held):
                     raise _Overtaken("a flag was returned or released by another writer")
-                _write_levels(write, the_plan, read, tokens if fenced else None)
+                moved = _write_levels(write, the_plan, read, tokens if fenced else None)
+                if moved:  # the unfenced baseline: its lines take the seqs the database gave
+                    renumber(moved, the_plan.decisions, flows, returns, adjustments, outbox)
                 write.add_flows(flows)
                 deducted = the_plan.deducted(requests)
                 write.add_decisions(
@@ -111,9 +117,7 @@ def decide_batch(
                 )
                 write.add_returns(returns)
                 write.add_adjustments(adjustments)
-                if events:
-                    thresholds = {g: row.low_stock for g, row in read.rows.items()}
-                    write.add_outbox(outbox_rows(the_plan.entries, requests, levels, thresholds))
+                write.add_outbox(outbox)
                 faults.fire("kill_in_transaction")
                 # The last moment to find out the lock is gone: after this the commit is ours.
                 if fencing:
@@ -133,7 +137,11 @@ def decide_batch(
 
 def _write_levels(
     write: StockWrite, the_plan: Plan, read: BatchRead, tokens: dict[str, int | None] | None
-) -> None:
+) -> dict[str, int]:
+    """The levels, fenced (a compare-and-set on the row as read), or with `tokens` None the
+    unfenced baseline (see stock_service/unfenced.py); for the latter, how far the database
+    moved each goods id's ledger seqs from the ones planned."""
+    moved: dict[str, int] = {}
     for goods_id in sorted(the_plan.changed | the_plan.created):
         level, seq = the_plan.levels[goods_id], the_plan.seqs.get(goods_id, 0)
         held = the_plan.held.get(goods_id, 0)
@@ -145,7 +153,10 @@ def _write_levels(
         if seed is not None:
             write.new_seed(goods_id, *seed)
         if tokens is None:
-            write.set_level(goods_id, level, seq, held)
+            lines = seq - int(read.rows[goods_id].ledger_seq)
+            last = write.set_level_unfenced(goods_id, level, lines, held)
+            if last != seq:
+                moved[goods_id] = last - seq
             continue
         token = tokens[goods_id]
         assert token is not None
@@ -177,6 +188,7 @@ def _write_levels(
             f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
             f"since this holder (token {token}) read it"
         )
+    return moved
 
 
 def _attach_flows(

@@ -59,7 +59,14 @@ WRITE_FENCED = (
     )
     .values(fence=bindparam("token"), **_LEVEL)
 )
-WRITE_UNFENCED = update(stock).where(stock.c.goods_id == bindparam("g")).values(**_LEVEL)
+# The unfenced baseline: no condition on the row as read (no fence, no seq match), so a stale
+# read's level wins; the seq moves on in the database, so its ledger lines never share a seq.
+WRITE_UNFENCED = (
+    update(stock)
+    .where(stock.c.goods_id == bindparam("g"))
+    .values(**{**_LEVEL, "ledger_seq": stock.c.ledger_seq + bindparam("lines")})
+)
+READ_SEQ = select(stock.c.ledger_seq).where(stock.c.goods_id == bindparam("g"))
 # A level set outright (an adjustment of reason `set`, the admin seed): a new seed version,
 # which shortfalls name so that a checker tells a lost sale from a refusal before the seed.
 NEW_SEED = (

@@ -36,6 +36,7 @@ from stock_service.statements import (
     READ_FLOWS,
     READ_LEVELS,
     READ_RETURNS,
+    READ_SEQ,
     RELEASE_HOLD,
     UNHOLD,
     WRITE_FENCED,
@@ -65,11 +66,14 @@ class StockWrite:
         self.conn = conn
         self.stamp = now()
 
-    def set_level(self, goods_id: str, level: int, seq: int, held: int = 0) -> None:
-        """The unfenced write: last writer wins (FENCING=false, LOCK_BACKEND=none); `seq` the
-        ledger's last entry, `held` the change of the held units."""
-        params = {"g": goods_id, "num": level, "seq": seq, "held": held, "at": self.stamp}
+    def set_level_unfenced(self, goods_id: str, level: int, lines: int, held: int = 0) -> int:
+        """The unfenced write (FENCING=false, LOCK_BACKEND=none): the level as planned, last
+        writer wins; the ledger's seq moved on by `lines` in the database, not set from the
+        read, so the baseline's lost update shows in the level and never as two ledger lines
+        with one seq. Returns the row's last seq after it (this transaction holds the row)."""
+        params = {"g": goods_id, "num": level, "lines": lines, "held": held, "at": self.stamp}
         self.conn.execute(WRITE_UNFENCED, params)
+        return int(self.conn.execute(READ_SEQ, {"g": goods_id}).scalar_one())
 
     def set_level_fenced(
         self,

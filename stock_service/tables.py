@@ -64,7 +64,7 @@ stock_flow = Table(
     # The final authority against a double deduction: one flow per (flag, goods id).
     UniqueConstraint("flag", "goods_id", name="uq_stock_flow_flag_goods"),
     Index("ix_stock_flow_goods_id", "goods_id"),
-    Index("ix_stock_flow_goods_seq", "goods_id", "seq"),
+    Index("uq_stock_flow_goods_seq", "goods_id", "seq", unique=True),  # one seq per line
 )
 
 # One row per decided flag: the stock database's word on what became of an operation
@@ -108,7 +108,7 @@ stock_return = Table(
     Column("level_after", BigInteger, nullable=True),
     UniqueConstraint("flag", "goods_id", name="uq_stock_return_flag_goods"),
     Index("ix_stock_return_goods_id", "goods_id"),
-    Index("ix_stock_return_goods_seq", "goods_id", "seq"),
+    Index("uq_stock_return_goods_seq", "goods_id", "seq", unique=True),  # one seq per line
 )
 
 # A change of a level that is not an order's: a restock, a loss, a correction, a count, or a

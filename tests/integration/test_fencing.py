@@ -8,10 +8,14 @@ runs a whole deduction on the same database.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import pytest
+import redis as redis_lib
 import sqlalchemy as sa
 
-from shared.db import make_engine
+from inventory.local.servers import ServerProcess
+from shared.db import make_engine, utcnow
 from shared.faults import NO_FAULTS, Faults
 from shared.locks import Lease, LockLost
 from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall
@@ -220,6 +224,36 @@ def test_without_fencing_a_stale_write_still_lands(engine: sa.Engine) -> None:
     )
     assert unfenced.level(goods)["num"] == 0
     assert len(flows_of(engine, goods)) == 2
+    # The lost update shows in the level alone: the two lines took the seqs the database gave
+    # (before, A's line kept the seq it planned from its stale read: two flows at seq 2).
+    assert seqs_of(engine, goods) == [2, 3] and unfenced.level(goods)["ledger_seq"] == 3
+
+
+def test_without_a_lock_two_buyers_that_read_together_sell_one_unit_twice(
+    engine: sa.Engine,
+) -> None:
+    """LOCK_BACKEND=none (no tokens): the baseline's lost update, played the same on every
+    database; and a line written at a seq another holds fails at the database."""
+    store = StockStore(engine)
+    goods = seeded(store, 10)
+    none = Lease(tokens={goods: None})
+    pause = PauseAt("stop_after_read", lambda: deduct(store, unique("flag"), {goods: 1}, none))
+    assert deduct(store, unique("flag"), {goods: 1}, none, pause) == []
+    assert store.level(goods)["num"] == 9  # two sold, one taken off the level
+    assert seqs_of(engine, goods) == [2, 3]
+    row = {"id": unique("id"), "flag": unique("flag"), "goods_id": goods, "num": 1}
+    with pytest.raises(sa.exc.IntegrityError), engine.begin() as conn:
+        conn.execute(
+            sa.insert(stock_flow).values(
+                **row, seq=2, seed_version=1, level_after=8, created_at=utcnow()
+            )
+        )
+
+
+def seqs_of(engine: sa.Engine, goods: str) -> list[int]:
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(stock_flow.c.seq).where(stock_flow.c.goods_id == goods))
+        return sorted(int(r.seq) for r in rows)
 
 
 def test_one_flag_is_one_operation_even_with_two_bodies_under_two_locks(
@@ -253,3 +287,36 @@ def test_a_deduction_that_read_before_the_flag_was_voided_writes_nothing(
     assert decision.outcome is Outcome.VOIDED
     assert store.level(goods)["num"] == 5 and store.flows(flag) == []
     assert store.void(flag, "again") == "voided"
+
+
+def test_the_pair_fault_lines_the_baseline_s_lost_update_up_every_time(
+    engine: sa.Engine, redis_server: ServerProcess
+) -> None:
+    """pair_after_read (FAULT_INJECTION): two deductions without a lock meet after their reads,
+    so each pair sells two units and takes one off the level, in every run; fenced, the same
+    meeting oversells nothing (the older token's write is refused or reads again)."""
+    client = redis_lib.Redis(host="127.0.0.1", port=redis_server.port)
+    faults = Faults(client)
+    store = StockStore(engine)
+
+    def pair(goods: str, tokens: tuple[int | None, int | None]) -> list[object]:
+        faults.arm("pair_after_read", 10, 2)
+        with ThreadPoolExecutor(2) as pool:
+            done = [
+                pool.submit(
+                    deduct, store, unique("flag"), {goods: 1}, Lease({goods: t}), faults, True
+                )
+                for t in tokens
+            ]
+            return [d.exception(30) or d.result() for d in done]
+
+    unlocked = seeded(store, 10)
+    for _ in range(3):
+        assert pair(unlocked, (None, None)) == [[], []]
+    assert (len(flows_of(engine, unlocked)), store.level(unlocked)["num"]) == (6, 7)
+    fenced = seeded(store, 10)
+    for i in range(3):
+        answers = pair(fenced, (100 + 2 * i, 101 + 2 * i))
+        assert all(a == [] or isinstance(a, LockLost) for a in answers), answers
+    assert len(flows_of(engine, fenced)) == 10 - store.level(fenced)["num"]
+    client.close()

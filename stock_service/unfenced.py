@@ -1,0 +1,39 @@
+"""The unfenced baseline's ledger lines (FENCING=false, LOCK_BACKEND=none): what the lock and the
+fence prevent, shown and never hidden.
+
+Without them nothing orders two holders' read-check-writes, and the level's write is the plain
+last-writer-wins UPDATE: two holders that read the same level both write it less their own
+sale, and one sale is lost from the level (an oversell, which the checker's I1 reports by how
+much). Each ledger line is still numbered by the database, one seq per line: the UPDATE moves
+the row's seq on by the lines it writes, and the lines take the seqs it gave, not the ones
+planned from the read. So the lost update shows where it happened, in the level, and no two
+lines of a goods id share a seq (`stock_flow`, `stock_return` and `stock_adjustment` are unique
+on (goods_id, seq): a duplicate could only fail, never be written). Before, the lines kept the
+seqs planned from the stale read, and a baseline run left two flows at one seq.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from stock_service.batch import Decision
+
+
+def renumber(
+    moved: Mapping[str, int], decisions: list[Decision], *rows: list[dict[str, Any]]
+) -> None:
+    """Moves the seq of every line and row of a goods id in `moved` by its offset: the
+    decisions' entries (for the answers) and the rows about to be written (flows, returns,
+    adjustments, stock events)."""
+    for decision in decisions:
+        decision.entries = [
+            replace(e, seq=e.seq + moved[e.goods_id]) if e.goods_id in moved else e
+            for e in decision.entries
+        ]
+    for table in rows:
+        for row in table:
+            offset = moved.get(row["goods_id"])
+            if offset:
+                row["seq"] += offset
