@@ -1,8 +1,9 @@
 """The nemesis's faults on the replicated parts (issue 22): the PostgreSQL primary killed or cut
-off from ZooKeeper, its synchronous standby killed, the Redis primary killed, the load balancer
-that holds the shared address killed, and the intruder. Each an inject and its heal, as
-nemesis.py registers them; each heal waits until the part is replicated again, so the next
-fault starts from a whole cluster, and says how long the part took to come back.
+off from ZooKeeper, its synchronous standby killed, the Redis primary killed or every Redis
+node at once, the load balancer that holds the shared address killed, and the intruder. Each
+an inject and its heal, as nemesis.py registers them; each heal waits until the part is
+replicated again, so the next fault starts from a whole cluster, and says how long the part
+took to come back.
 
 A host "killed" is every program on it SIGKILLed at once (Patroni and its PostgreSQL, haproxy
 and keepalived): the machine's death, not a tidy stop.
@@ -11,6 +12,7 @@ and keepalived): the machine's death, not a tidy stop.
 from __future__ import annotations
 
 import random
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -156,6 +158,23 @@ def kill_redis_primary(state: ClusterState, rng: random.Random) -> str:
     _watches.append(_Watch(named, primary.name))
     _kill_host(state, primary.name)
     return f"Redis primary {primary.name} killed; the sentinels must promote its replica"
+
+
+def restart_all_redis(state: ClusterState, rng: random.Random) -> str:
+    """Every Redis node killed at once, as a power cut of the rack would: replication keeps no
+    copy then, only each node's append-only file does (redis_ha.PERSISTENCE). The heal starts
+    them again on it: the stream of stock events, its consumer group and the flags must be
+    back, and the sentinels find the same primary."""
+    secrets = state.secrets
+    before = redis_ha.primary(secrets)
+    nodes = [h.name for h in topology.by_role("redis")]
+    for name in nodes:
+        for proc in state.on_host(name):
+            proc.signal(signal.SIGKILL)  # all first, then wait: at once, not one after another
+    for name in nodes:
+        _kill_host(state, name)  # waits until each is dead, and marks it for the heal
+    was = f" (the primary was {before.name})" if before else ""
+    return f"every Redis node killed at once (SIGKILL: {', '.join(nodes)}){was}"
 
 
 def heal_redis(state: ClusterState) -> str:

@@ -109,6 +109,11 @@ def events_received(consumer: StreamConsumer, stock_engine: Engine, prefix: str)
         detail = f"{unsent} rows still unsent {waited:.0f} s after the settlement; " + detail
     if missing:
         detail = f"{len(missing)} not received in {RECEIVE_WAIT:.0f} s; " + detail
+    # What the stream never brought, fetched from the stock database: counted apart (a feed
+    # made by hand, with no catch-up, has none).
+    if caught := getattr(consumer, "caught_up", []):
+        shown = ", ".join(f"#{i}" for i in caught[:5])
+        detail += f"; {len(caught)} only from GET /stock-events, not the stream: {shown}"
     if consumer.errors:
         shown = "; ".join(consumer.errors[:5])
         detail += f" (the consumer's reads were interrupted {len(consumer.errors)} times: {shown})"

@@ -101,6 +101,14 @@ FAULTS: dict[str, Fault] = {
             ha_faults.heal_redis,
         ),
         Fault(
+            "restart-all-redis",
+            "every Redis node killed at once (SIGKILL), restarted after 3 s on its append-only "
+            "file: the stream of stock events, its consumer group and the flags come back",
+            3.0,
+            ha_faults.restart_all_redis,
+            ha_faults.heal_redis,
+        ),
+        Fault(
             "kill-pg-primary",
             "the PostgreSQL primary's host killed (Patroni and PostgreSQL): Patroni promotes "
             "the synchronous standby; restarted after 15 s, it rejoins as the standby",

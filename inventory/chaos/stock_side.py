@@ -2,18 +2,20 @@
 the stock events before anything of the run is written, seeds the run's goods (each seed an
 adjustment of reason `set`) with low-stock thresholds on the hot ones, runs the stock keeper
 (restocks.py) beside the buyers, and after the settlement judges the adjustments (HA) and the
-events the consumer got (I10)."""
+events the consumer got (I10), from the stream and, after an interruption, from the stock
+database (catch_up.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import httpx
 from sqlalchemy import Engine
 
-from inventory.chaos import ledger_checks, restocks
+from inventory.chaos import catch_up, ledger_checks, restocks
 from inventory.chaos.restocks import StockKeeper
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.chaos.verdict import Verdict
@@ -40,6 +42,8 @@ class StockSide:
             topology.EVENTS_STREAM,
             group=f"chaos-{self.goods.prefix}",
             prefix=self.goods.prefix,
+            catch_up=partial(catch_up.events_after, topology.STOCK_URL),
+            after=catch_up.last_id(topology.STOCK_URL),  # before the run writes anything
         )
         self.consumer.open()
         self.consumer.start()
@@ -105,6 +109,8 @@ class StockSide:
                 "distinct": len({f.get("id") for _, f in received}),
                 "interrupted": len(self.consumer.errors) if self.consumer else 0,
                 "regrouped": self.consumer.regrouped if self.consumer else 0,
+                # events the stream never brought, fetched from GET /stock-events
+                "caught_up": len(self.consumer.caught_up) if self.consumer else 0,
             },
         }
 

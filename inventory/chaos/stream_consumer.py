@@ -15,6 +15,13 @@ it is made again from the stream's start), the consumer may get an entry twice o
 again: it keeps them all, in the order received, and the check drops repeats by the event's id
 as any consumer must (inventory/check/events.py). Entries of other goods ids (another run's)
 are acknowledged and not kept.
+
+A Redis that came back without its data (every node restarted, the machine's last second
+lost: docs/ledger.md) would have lost events for good for a consumer of the stream alone. So
+after every interruption, at its first read that works again, the consumer also fetches the
+run's events from the stock database (`catch_up`: GET /stock-events after the outbox's last id
+when it opened, catch_up.py) and keeps those it never received, in id order, before what that
+read brought. They are counted apart (`caught_up`): a run whose stream lost nothing has none.
 """
 
 from __future__ import annotations
@@ -22,7 +29,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -46,6 +53,12 @@ class StreamConsumer:
     entries: list[tuple[str, Mapping[str, str]]] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)  # what interrupted the reads, with when
     regrouped: int = 0  # times the group was gone after a failover and made again
+    # The run's events from the stock database after an id (None: the stream alone), the
+    # outbox's last id when the consumer opened, and the ids only the catch-up brought.
+    catch_up: Callable[[int], Iterable[Mapping[str, str]]] | None = None
+    after: int = 0
+    caught_up: list[int] = field(default_factory=list)
+    _interrupted: bool = False
     _stop: threading.Event = field(default_factory=threading.Event)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _thread: threading.Thread | None = None
@@ -104,6 +117,7 @@ class StreamConsumer:
             except redis.RedisError as exc:
                 # NOGROUP: the group is gone; anything else (a lost connection, a primary
                 # turned replica unblocking its readers): read again, pending entries first
+                self._interrupted = True
                 if "NOGROUP" in str(exc):
                     self._regroup(started)
                 else:
@@ -112,6 +126,8 @@ class StreamConsumer:
                 pending = True
                 continue
             batch = [e for _s, entries in answer or [] for e in entries]
+            if self._interrupted:
+                self._catch_up(started)
             if pending and not batch:
                 pending = False  # none left: new entries from here
             self._keep(batch)
@@ -127,6 +143,28 @@ class StreamConsumer:
         # Unacknowledged entries are only pending: this consumer never reads them again.
         with contextlib.suppress(redis.RedisError):
             self._client.xack(self.stream, self.group, *[e for e, _ in batch])
+
+    def _catch_up(self, started: float) -> None:
+        """The run's events the stream did not bring, from the stock database; tried again
+        after the next interruption if the stock service does not answer now."""
+        if self.catch_up is None:
+            self._interrupted = False
+            return
+        try:
+            events = list(self.catch_up(self.after))
+        except Exception as exc:  # the stock service unreachable: the stream goes on
+            self.errors.append(f"{time.monotonic() - started:.1f} s: catch-up: {exc!r}")
+            return
+        self._interrupted = False
+        known = self.ids()
+        new = [
+            (f"route-{e['id']}", e)
+            for e in events
+            if e.get("goodsId", "").startswith(self.prefix) and int(e["id"]) not in known
+        ]
+        with self._lock:
+            self.entries.extend(new)
+            self.caught_up.extend(int(e["id"]) for _entry, e in new)
 
     def _regroup(self, started: float) -> None:
         """The promoted replica had no group (made just before the primary died): again, from
