@@ -113,8 +113,8 @@ class Workload:
 
     def _order(self, rng: random.Random) -> dict[str, int]:
         if self.goods.big and rng.random() < self.big_share:
-            lines = min(rng.choice(BIG_LINES), len(self.goods.big))
-            return dict.fromkeys(rng.sample(list(self.goods.big), lines), 1)
+            count = min(rng.choice(BIG_LINES), len(self.goods.big))
+            return dict.fromkeys(rng.sample(list(self.goods.big), count), 1)
         hot, others = list(self.goods.hot), list(self.goods.others)
         lines: dict[str, int] = {}
         for _ in range(rng.choice((1, 1, 2, 3))):
