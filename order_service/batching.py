@@ -3,8 +3,9 @@ batch is in flight form the next (shared/combining.py: no timer, a lone order go
 and one of their request threads runs the article's steps for all of them:
 
     create the orders PENDING (one transaction) -> write their flags (one Redis pipeline) ->
-    deduct (one stock call carrying every flag: PUT /reduceStock; a lone order takes the
-    article's PUT /reduceStock/{flag}) -> finish (one transaction of compare-and-sets)
+    deduct (a stock call carrying every flag: PUT /reduceStock, cut into several under
+    ORDER_BATCH_BYTES, order_service/stock_batch.py; a lone order takes the article's
+    PUT /reduceStock/{flag}) -> finish (one transaction of compare-and-sets)
 
 Each order keeps every step and guarantee of its own: its PENDING row committed before its
 flag is written, its own flag, its own lines, decision and rows under the lock, its answer made
@@ -74,7 +75,7 @@ class Unclear:
 
 @dataclass(frozen=True)
 class Rejected:
-    """The stock service refused the request itself (unknown goods)."""
+    """The stock service knows none of some of its own goods ids (never a whole call's 4xx)."""
 
     answer: StockAnswer
 

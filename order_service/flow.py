@@ -21,6 +21,11 @@ What each answer of the stock service makes of the order:
   of stock holds whatever comes back to the shelf afterwards.
 - unknown_flag: the flag is live neither in Redis nor in the stock database (Redis lost it):
   the flag is written again and the call made again.
+- unknown goods, the order's own result (the single route's 404 naming its goods ids, or its
+  `unknown_goods` in a batch), with no unanswered attempt before it: the order is removed and
+  the buyer told 422. A 4xx about the whole call (413, a batch's 400/422) is no such result
+  (order_service/stock_batch.py), nor is one after an attempt that may have deducted: both
+  leave the outcome unknown, as below.
 - no answer (timeouts, 5xx after the retries), or a flow that cannot be read: the outcome is
   unknown, and the stock database is asked what it decided (GET /flags): deducted means
   CONFIRMED, refused or voided FAILED. Undecided, or no answer: the order stays PENDING with

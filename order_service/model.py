@@ -151,8 +151,8 @@ class OrderRemoved(Exception):
 
 
 class StockRejected(Exception):
-    """The stock service refused the request itself (unknown goods, a line too large):
-    nothing of the order is kept."""
+    """The stock service knows none of some of the order's own goods ids: nothing of the
+    order is kept."""
 
     def __init__(self, message: str, unknown_goods: list[str] | None) -> None:
         super().__init__(message)
