@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 
-from inventory.check.invariants import CheckResult
+from inventory.check.result import CheckResult
 
 ENTRY_KINDS = ("deducted", "returned", "adjusted")  # a ledger entry: it moves the level
 FIELDS = ("goodsId", "seq", "kind", "delta", "level")  # compared with the outbox row

@@ -21,7 +21,7 @@ import redis
 from sqlalchemy import Engine, func, select
 
 from inventory.check.events import NAME, OutboxRow, check_events
-from inventory.check.invariants import CheckResult
+from inventory.check.result import CheckResult
 from inventory.local.stack_state import StackState
 from shared.db import make_engine
 from shared.redis_client import make_redis

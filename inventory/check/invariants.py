@@ -18,10 +18,11 @@ I9 a refusal stays a refusal: no order refused for lack of stock has a flow, wha
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from inventory.check.held import check_held_once
+from inventory.check.result import CheckResult
 from inventory.check.snapshot import Snapshot
 from order_service.model import HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
@@ -42,15 +43,6 @@ def refused_for_lack_of_stock(reason: str | None) -> bool:
     )
 
 
-@dataclass
-class CheckResult:
-    invariant: str
-    name: str
-    ok: bool
-    detail: str
-    numbers: dict[str, Any] = field(default_factory=dict)
-
-
 def check_invariants(
     snap: Snapshot,
     initial: dict[str, int] | None = None,
@@ -59,16 +51,16 @@ def check_invariants(
 ) -> list[CheckResult]:
     from shared.db import utcnow
 
-    initial = initial or {}
     return [
         check_no_negative_stock(snap),
-        check_levels_match_flows(snap, initial),
+        check_levels_match_flows(snap, initial or {}),
         check_one_flow_per_flag(snap),
         check_orders_match_flows(snap),
         check_no_lost_sale(snap),
         check_no_pending(snap),
         check_returns(snap, now or utcnow(), hold_bound),
         check_refusal_stays(snap),
+        check_held_once(snap),
     ]
 
 

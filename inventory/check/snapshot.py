@@ -46,6 +46,9 @@ class Snapshot:
     # adjustment of reason set): restocks, losses and counts move a level like flows and
     # returns do, and the checks count them (issue 30)
     adjustments: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # goods -> (the stock row's held count, the units of the flags still held: deducted by an
+    # unpaid hold, neither paid nor returned)
+    held: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def _sums(conn: Connection, t: Table, like: str) -> dict[tuple[str, int], int]:
@@ -140,6 +143,7 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
             return_times[r.flag][r.goods_id] = (r.deducted_at, r.returned_at)
         flow_sums, return_sums = _sums(conn, stock_flow, like), _sums(conn, stock_return, like)
         adjustments = _adjustments(conn, like)
+        held = _held(conn, like)
     with order_engine.connect() as conn:
         lines: dict[str, dict[str, int]] = defaultdict(dict)
         refused: dict[str, dict[str, int | None]] = defaultdict(dict)
@@ -181,7 +185,30 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         dict(return_times),
         deadlines,
         adjustments,
+        held,
     )
+
+
+def _held(conn: Connection, like: str) -> dict[str, tuple[int, int]]:
+    """Per goods id, the held count the stock row keeps and the one its flags say."""
+    counted = {
+        r.goods_id: int(r.held)
+        for r in conn.execute(
+            select(stock.c.goods_id, stock.c.held).where(stock.c.goods_id.like(like))
+        )
+    }
+    still = select(flag_decision.c.flag).where(
+        flag_decision.c.held.is_(True), flag_decision.c.outcome == "deducted"
+    )
+    flagged = {
+        r.goods_id: int(r.units)
+        for r in conn.execute(
+            select(stock_flow.c.goods_id, func.sum(stock_flow.c.num).label("units"))
+            .where(stock_flow.c.goods_id.like(like), stock_flow.c.flag.in_(still))
+            .group_by(stock_flow.c.goods_id)
+        )
+    }
+    return {g: (n, flagged.get(g, 0)) for g, n in counted.items()}
 
 
 def read_orders(

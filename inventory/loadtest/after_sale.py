@@ -1,6 +1,9 @@
 """What a buyer does after placing an order, in the load test: cancel it at once (racing its
 own genOrder, by the Idempotency-Key, since its id is not known yet), cancel it once placed,
-pay its hold, or leave the hold to expire. Every answer is counted by kind and status."""
+pay its hold, pay it and cancel it at the same moment (the payment's release of the held units
+races the cancel's return of them: they must stop being held once, which the check of held
+units holds the run to), or leave the hold to expire. Every answer is counted by kind and
+status."""
 
 from __future__ import annotations
 
@@ -37,6 +40,11 @@ class AfterSale:
         elif what == "pay":
             status = await self._post(f"/orders/{order_id}/pay")
             self.answers[f"pay {status}"] += 1
+        elif what == "pay-cancel":
+            paid, cancelled = await asyncio.gather(
+                self._post(f"/orders/{order_id}/pay"), self._post(f"/orders/{order_id}/cancel")
+            )
+            self.answers[f"pay {paid} with cancel {cancelled} at once"] += 1
         elif what == "expire":
             self.answers["hold left to expire"] += 1
 

@@ -116,7 +116,7 @@ def percentile(sorted_values: list[float], p: float) -> float:
 class Planned:
     goods: list[str]
     twice: bool  # submitted twice at once with one Idempotency-Key
-    after: str  # none | cancel-at-once | cancel | pay | expire
+    after: str  # none | cancel-at-once | cancel | pay | pay-cancel | expire
 
 
 def plan_orders(config: LoadConfig, goods_ids: list[str]) -> list[Planned]:
@@ -129,7 +129,8 @@ def plan_orders(config: LoadConfig, goods_ids: list[str]) -> list[Planned]:
         if rng.random() < config.cancel_rate:
             after = rng.choice(("cancel-at-once", "cancel"))
         elif config.pay_within:
-            after = "expire" if rng.random() < 1 / 3 else "pay"
+            roll = rng.random()
+            after = "expire" if roll < 1 / 3 else "pay-cancel" if roll < 1 / 2 else "pay"
         out.append(Planned(goods, twice, after))
     return out
 
