@@ -18,7 +18,7 @@ ACL users (Redis 7; `default` is off, so a client without a password is refused 
   fence counter, fault switches) with the commands its lock scripts run;
 - relay: XADD to the stock events' stream and WAIT for the replica, on that one key;
 - events: a consumer of that stream in a consumer group (XREADGROUP, XACK, XGROUP CREATE and
-  DESTROY, XRANGE), on that one key: what the chaos run's consumer logs in as;
+  DESTROY), on that one key: what the chaos run's consumer logs in as;
 - sentinel: what Redis's documentation lists for a sentinel (INFO, ROLE, REPLICAOF, CONFIG
   REWRITE, CLIENT KILL...); replica: PSYNC and REPLCONF; monitor: PING, INFO, ROLE (the
   operator's readiness checks).
@@ -44,17 +44,20 @@ STOCK_KEYS = f"{ORDER_KEYS} ~inventory:*"
 # The stock events' stream (STOCK_EVENTS_STREAM's default): the relay's and its readers' only key.
 EVENTS_KEY = f"~{topology.EVENTS_STREAM}"
 PERMISSIONS = {
+    # PING: the services' /healthz; the reconciler, the relay and the consumer send none.
+    # What each user's code sends is held against these by tests/integration/test_identities.py.
     "order": f"{ORDER_KEYS} resetchannels -@all +ping +set +del",
     # writes an undecided order's flag again (SET), removes none
-    "reconciler": f"{ORDER_KEYS} resetchannels -@all +ping +set",
+    "reconciler": f"{ORDER_KEYS} resetchannels -@all +set",
+    # MGET: the batched reduceStock's pre-filter; INCRBY: what redis-py's incr() sends (the
+    # fault point pair_after_read); no WAIT: the cluster's Redis locks wait for no replica
     "stock": (
-        f"{STOCK_KEYS} resetchannels -@all +ping +exists +get +set +del +incr "
-        "+decr +pexpire +pttl +time +wait +eval +evalsha +script|load +script|exists"
+        f"{STOCK_KEYS} resetchannels -@all +ping +exists +mget +get +set +del +incrby "
+        "+decr +pexpire +time +eval +evalsha +script|load"
     ),
-    "relay": f"{EVENTS_KEY} resetchannels -@all +ping +xadd +wait",
+    "relay": f"{EVENTS_KEY} resetchannels -@all +xadd +wait",
     "events": (
-        f"{EVENTS_KEY} resetchannels -@all +ping +xreadgroup +xack +xgroup|create "
-        "+xgroup|destroy +xrange"
+        f"{EVENTS_KEY} resetchannels -@all +xreadgroup +xack +xgroup|create +xgroup|destroy"
     ),
     "sentinel": (
         "allchannels -@all +multi +slaveof +replicaof +ping +exec +subscribe +config|rewrite "

@@ -1,0 +1,254 @@
+"""The code paths of each cluster identity, run by the identities check against real servers
+laid out as the cluster lays them out (tests/integration/test_identities.py).
+
+Each program gets its settings as `cluster up` gives them (nodes.base_env, Secrets.env_for:
+the same login names and passwords), only pointed at this test's servers, so it is the
+program's own identity that calls. Each then runs what it runs in the cluster, through the
+program's own functions: the order service's flag writes, the removal of a rejected order's
+flag and its health check; the reconciler's pass (Parts.of, reconcile with its fence and its
+flag writer); the stock service's pre-filter (single and batched), the forgetting of decided
+flags, its health check, the Redis lock (`cluster up --lock redis`) with the watchdog's renewal,
+and the fault points of a chaos run (FAULT_INJECTION); the relay's round (publish_pending with
+the cluster's STOCK_EVENTS_MIN_REPLICAS); the chaos run's consumer of the stock events; the
+ZooKeeper lock and the two elections. A refusal ends a step, not the run: the check reads the
+servers' own record of it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import redis
+from sqlalchemy import Engine, insert
+
+from inventory.chaos.stream_consumer import StreamConsumer
+from inventory.cluster import nodes, topology
+from inventory.cluster.secrets import Secrets
+from order_service import reconcile as reconciling
+from order_service import reconciler
+from order_service.flags import FlagWriter
+from order_service.flow import OrderFlow
+from order_service.stock_answers import StockAnswer, StockDecision
+from order_service.tables import hold_release, order_details, orders
+from order_service.transitions import Fence
+from shared.contract import Decided, Outcome
+from shared.election import make_elector
+from shared.errors import DependencyUnavailable
+from shared.faults import Faults
+from shared.health import redis_ok
+from shared.ids import new_id
+from shared.locks.factory import make_lock_backend
+from shared.redis_client import make_redis
+from shared.settings import Settings
+from stock_service import relay
+from stock_service.deduction import StockDeduction
+from stock_service.tables import stock_outbox
+
+
+@contextlib.contextmanager
+def refusable() -> Iterator[None]:
+    """A step the server refused: the check reads the refusal from the server itself."""
+    with contextlib.suppress(redis.RedisError, DependencyUnavailable):
+        yield
+
+
+def program_settings(
+    role: str, secrets: Secrets, redis_port: int, zk_hosts: str, pg_url: Any, **extra: str
+) -> Settings:
+    """`role`'s settings as the cluster starts it, its servers' addresses replaced by this
+    test's: `pg_url(role, database)` the throwaway database for the login the cluster gives."""
+    env = {**nodes.base_env(dict(extra)), **secrets.env_for(role), "ZK_HOSTS": zk_hosts}
+    if role == "relay":
+        env.update(topology.RELAY_SETTINGS)
+    for key in ("ORDER_DATABASE_URL", "STOCK_DATABASE_URL"):
+        if key in env:
+            url = urlsplit(env[key])
+            env[key] = pg_url(url.username, url.path.strip("/"))
+    env["REDIS_URL"] = direct_redis(env["REDIS_URL"], redis_port)
+    return Settings.from_env(env)
+
+
+def direct_redis(url: str, port: int) -> str:
+    """The same login, to this test's Redis instead of through the cluster's sentinels."""
+    parts = urlsplit(url)
+    return f"redis://{parts.username}:{parts.password}@127.0.0.1:{port}/0"
+
+
+# --- Redis -----------------------------------------------------------------------------------
+
+
+def order_service(settings: Settings) -> None:
+    client = make_redis(settings.redis_url)
+    with refusable():
+        FlagWriter(client, settings.flag_ttl, 0.5).write([new_id(), new_id()])
+    flow = cast(Any, OrderFlow.__new__(OrderFlow))  # undo_rejected needs its store and Redis
+    flow.store, flow.redis = _RejectedOrders(), client
+    with refusable():
+        flow.undo_rejected(new_id(), StockAnswer("rejected", 404, {"goodsIds": ["g"]}))
+    redis_ok(client)
+    client.close()
+
+
+class _RejectedOrders:
+    """The order database's side of undo_rejected (the PostgreSQL check runs the writes)."""
+
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[Any]:
+        yield SimpleNamespace(remove_pending=lambda _order_id: True)
+
+
+def stock_service(settings: Settings) -> None:
+    client = make_redis(settings.redis_url)
+    prefilter = cast(Any, SimpleNamespace(redis=client))
+    flags = [new_id(), new_id()]
+    for step in (
+        lambda: StockDeduction.flag_live(prefilter, flags[0]),
+        lambda: StockDeduction.flags_live(prefilter, flags),
+        lambda: StockDeduction.forget_flags(prefilter, flags),
+        lambda: redis_ok(client),
+    ):
+        with refusable():
+            step()
+    faults = Faults(client)  # a chaos run's FAULT_INJECTION: armed, taken, acted out
+    with refusable():
+        faults.arm("pair_after_read", 0.01, 1)
+        faults.fire("pair_after_read")
+        faults._leave_pid()
+    locks = cast(Any, make_lock_backend(settings, cast(Engine, None), client))
+    with refusable(), locks.hold([f"g-{new_id()}"], 2.0):
+        for entry in list(locks._held):
+            locks._renew(entry)  # the watchdog's renewal, without waiting a third of the TTL
+    locks.close()
+    client.close()
+
+
+def relay_round(settings: Settings, owner: Engine, engine: Engine, prefix: str) -> set[int]:
+    """Outbox rows (written as the stock service would, as its owner), then one round."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    row = {"seq": 1, "kind": "adjusted", "delta": 5, "level": 5, "created_at": now}
+    with owner.begin() as conn:
+        found = conn.execute(
+            insert(stock_outbox).returning(stock_outbox.c.id),
+            [{**row, "goods_id": f"{prefix}-{i}"} for i in range(3)],
+        )
+        ids = {int(r.id) for r in found}
+    client = make_redis(settings.redis_url)
+    with refusable():
+        relay.publish_pending(
+            engine,
+            client,
+            settings.stock_events_stream,
+            settings.stock_events_maxlen,
+            min_replicas=settings.stock_events_min_replicas,
+        )
+    client.close()
+    return ids
+
+
+def events_consumer(url: str, prefix: str) -> StreamConsumer:
+    consumer = StreamConsumer(url, topology.EVENTS_STREAM, group=f"check-{prefix}", prefix=prefix)
+    with refusable():
+        consumer.open()
+    return consumer
+
+
+def events_read(consumer: StreamConsumer, ids: set[int]) -> None:
+    consumer.start()
+    consumer.wait_for(ids, 5.0)
+    consumer.stop()
+
+
+# --- the reconciler's pass (PostgreSQL and Redis) --------------------------------------------
+
+
+class _Stock:
+    """The stock service's answers (HTTP is not an identity of the cluster's stores): an
+    undecided order, deducted again, then voided; a cancel's return; a hold's release."""
+
+    def __init__(self) -> None:
+        self.asked: set[str] = set()
+
+    def decision(self, flag: str) -> StockDecision:
+        seen = flag in self.asked
+        self.asked.add(flag)
+        return StockDecision(Decided.VOIDED if seen else None, [])
+
+    def reduce_stock(self, flag: str, lines: dict[str, int], hold: bool = False) -> StockAnswer:
+        return StockAnswer(Outcome.DEDUCTED, 200)
+
+    def void(self, flag: str) -> StockDecision:
+        return StockDecision(Decided.VOIDED, [])
+
+    def return_stock(self, flag: str) -> StockDecision:
+        return StockDecision(Outcome.RETURNED, [])
+
+    def release_hold(self, flag: str) -> bool:
+        return True
+
+
+def seed_orders(owner: Engine, settings: Settings) -> None:
+    """One order of each kind a pass settles, written as the order service's role: PENDING
+    past the reconciler's age (and within RECONCILE_VOID_AFTER: deducted again), CANCELLING,
+    a hold past its deadline, and a paid hold whose release is still to send."""
+    now = datetime.now(UTC).replace(tzinfo=None)
+    old = now - timedelta(seconds=settings.reconcile_age() + 5)
+    ids = [new_id() for _ in range(4)]
+    statuses = ("PENDING", "CANCELLING", "AWAITING_PAYMENT", "CONFIRMED")
+    rows = [
+        {"id": i, "user_id": "u", "status": s, "created_at": old, "updated_at": old}
+        | {"pay_deadline": now - timedelta(seconds=1) if s == "AWAITING_PAYMENT" else None}
+        for i, s in zip(ids, statuses, strict=True)
+    ]
+    with owner.begin() as conn:
+        conn.execute(insert(orders), rows)
+        conn.execute(
+            insert(order_details),
+            [{"id": new_id(), "order_id": i, "goods_id": "g", "goods_num": 1} for i in ids],
+        )
+        conn.execute(insert(hold_release), [{"order_id": ids[3], "created_at": old}])
+
+
+def reconciler_pass(settings: Settings, owner: Engine, capture: Any) -> Any:
+    """One pass of the elected reconciler, built as reconciler.serve builds it."""
+    seed_orders(owner, settings)
+    parts = reconciler.Parts.of(settings, "reconciler")
+    watched = capture(parts.store.engine)
+    with watched.refusals():
+        reconciling.reconcile(
+            parts.store,
+            cast(Any, _Stock()),
+            timedelta(seconds=settings.reconcile_age()),
+            fence=Fence(settings.reconciler_epoch, 1),
+            flags=parts.flags,
+            void_after=timedelta(seconds=settings.reconcile_void_after),
+        )
+    parts.close()
+    return watched
+
+
+# --- ZooKeeper -------------------------------------------------------------------------------
+
+
+def zookeeper_calls(settings: dict[str, Settings]) -> None:
+    """The stock service's lock on two goods ids (one transaction each way), and both
+    elections: campaign, the leader's question, resignation. A campaign that is refused keeps
+    trying, as the program does, until a second has passed."""
+    locks = make_lock_backend(settings["stock"], cast(Engine, None), cast(Any, None))
+    with contextlib.suppress(DependencyUnavailable), locks.hold([new_id(), new_id()], 2.0):
+        pass
+    locks.close()
+    for role, path in (("reconciler", reconciler.ELECTION_PATH), ("relay", relay.ELECTION_PATH)):
+        elector = make_elector(settings[role], path, f"check-{role}")
+        stop = threading.Event()
+        timer = threading.Timer(1.0, stop.set)
+        timer.start()
+        if elector.campaign(stop) is not None:
+            elector.is_leader()
+        timer.cancel()
+        elector.close()
