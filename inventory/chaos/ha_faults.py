@@ -12,6 +12,7 @@ and keepalived): the machine's death, not a tidy stop.
 from __future__ import annotations
 
 import random
+import re
 import signal
 import threading
 import time
@@ -173,6 +174,8 @@ def restart_all_redis(state: ClusterState, rng: random.Random) -> str:
             proc.signal(signal.SIGKILL)  # all first, then wait: at once, not one after another
     for name in nodes:
         _kill_host(state, name)  # waits until each is dead, and marks it for the heal
+    for sentinel in _sentinel_logs(state):
+        _sentinel_offsets[sentinel] = sentinel.stat().st_size if sentinel.exists() else 0
     was = f" (the primary was {before.name})" if before else ""
     return f"every Redis node killed at once (SIGKILL: {', '.join(nodes)}){was}"
 
@@ -181,6 +184,47 @@ def heal_redis(state: ClusterState) -> str:
     restarted = _restart_hosts(state)
     secrets = state.secrets
     return _back_together(state, restarted, "Redis", lambda: redis_ha.replicated(secrets))
+
+
+# With every node down the sentinels still vote a failover, find no replica to promote and
+# abort it; Sentinel then starts no failover of that primary for twice its failover-timeout
+# (20 s here), and logs until when. A primary that dies within that time stays dead until it
+# is restarted: the first run of restart-all-redis followed by kill-redis-primary saw no
+# takeover, Redis down the whole 8 s. The cluster is not whole again until a failover can
+# happen, so the heal waits for the latest such time the sentinels logged.
+_NEXT_FAILOVER = re.compile(r"I will not start a failover before (\w{3} \w{3} +\d+ [\d:]+ \d{4})")
+_sentinel_offsets: dict[Path, int] = {}
+
+
+def _sentinel_logs(state: ClusterState) -> list[Path]:
+    return [Path(p.log) for n, p in state.procs.items() if n.startswith("s-")]  # nodes.sentinel
+
+
+def failover_blocked_until(logs: dict[Path, str]) -> float | None:
+    """The latest time (epoch seconds, the sentinels log local time) before which a sentinel
+    said it would start no failover, in the log text each wrote since the fault; None: none."""
+    found = [
+        time.mktime(time.strptime(m, "%a %b %d %H:%M:%S %Y"))
+        for text in logs.values()
+        for m in _NEXT_FAILOVER.findall(text)
+    ]
+    return max(found, default=None)
+
+
+def heal_all_redis(state: ClusterState) -> str:
+    said = heal_redis(state)
+    logs = {}
+    for path, offset in _sentinel_offsets.items():
+        with open(path, "rb") as f:
+            f.seek(offset)
+            logs[path] = f.read().decode(errors="replace")
+    _sentinel_offsets.clear()
+    until = failover_blocked_until(logs)
+    if until is None:
+        return said + "; the sentinels tried no failover"
+    waited = max(0.0, until + 1 - time.time())  # the log's time has whole seconds
+    time.sleep(waited)
+    return said + f"; waited {waited:.1f} s more until the sentinels may fail over again"
 
 
 # --- the load balancers ---------------------------------------------------------------------------
@@ -231,6 +275,7 @@ def forget() -> None:
     while _unlinked:
         netns.run(["ip", "-n", _unlinked.pop(), "link", "set", "eth0", "up"], check=False)
     _cut.clear()
+    _sentinel_offsets.clear()
     timing.clear()
     while _watches:
         _watches.pop().stop()

@@ -109,20 +109,30 @@ def events_received(consumer: StreamConsumer, stock_engine: Engine, prefix: str)
         detail = f"{unsent} rows still unsent {waited:.0f} s after the settlement; " + detail
     if missing:
         detail = f"{len(missing)} not received in {RECEIVE_WAIT:.0f} s; " + detail
-    # What the stream never brought, fetched from the stock database: counted apart (a feed
-    # made by hand, with no catch-up, has none).
-    if caught := getattr(consumer, "caught_up", []):
-        shown = ", ".join(f"#{i}" for i in caught[:5])
-        detail += f"; {len(caught)} only from GET /stock-events, not the stream: {shown}"
+    # What the consumer first had from the stock database, and of it what the stream never
+    # brought at all (a feed made by hand, with no catch-up, has none). The faults kill
+    # programs, never the machine, so Redis has lost nothing it acknowledged (its append-only
+    # file, the relays' WAIT for the replica): an event the stream lost is a violation, even
+    # though the consumer got it from the database.
+    caught = list(getattr(consumer, "caught_up", []))
+    lost = consumer.lost_by_stream() if caught else []
+    if caught:
+        shown = ", ".join(f"#{i}" for i in lost[:5])
+        detail += (
+            f"; {len(caught)} fetched from GET /stock-events first (after an interruption, "
+            f"before the relays published them again), {len(lost)} of them never brought by "
+            f"the stream" + (f": {shown}" if lost else "")
+        )
     if consumer.errors:
         shown = "; ".join(consumer.errors[:5])
         detail += f" (the consumer's reads were interrupted {len(consumer.errors)} times: {shown})"
     numbers = result.numbers
     examples = [str(x) for k, v in numbers.items() if isinstance(v, list) for x in v][:20]
+    examples = [f"lost by the stream: #{i}" for i in lost[:20]] + examples
     return Verdict(
         "I10",
         result.name,
-        VALID if result.ok else VIOLATED,
+        VALID if result.ok and not lost else VIOLATED,
         detail,
-        examples,
+        examples[:20],
     )

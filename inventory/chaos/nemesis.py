@@ -106,7 +106,7 @@ FAULTS: dict[str, Fault] = {
             "file: the stream of stock events, its consumer group and the flags come back",
             3.0,
             ha_faults.restart_all_redis,
-            ha_faults.heal_redis,
+            ha_faults.heal_all_redis,
         ),
         Fault(
             "kill-pg-primary",

@@ -109,8 +109,10 @@ class StockSide:
                 "distinct": len({f.get("id") for _, f in received}),
                 "interrupted": len(self.consumer.errors) if self.consumer else 0,
                 "regrouped": self.consumer.regrouped if self.consumer else 0,
-                # events the stream never brought, fetched from GET /stock-events
+                # events first fetched from GET /stock-events, after an interruption
                 "caught_up": len(self.consumer.caught_up) if self.consumer else 0,
+                # of those, what the stream never brought: what Redis lost
+                "lost_by_stream": len(self.consumer.lost_by_stream()) if self.consumer else 0,
             },
         }
 

@@ -91,6 +91,13 @@ class StreamConsumer:
         """The event ids received so far (repeats counted once)."""
         return {int(fields["id"]) for _entry, fields in self.received() if "id" in fields}
 
+    def lost_by_stream(self) -> list[int]:
+        """The ids caught up from the stock database that the stream never brought after: what
+        Redis lost. A catch-up fetches whatever the outbox has, often before the relays could
+        publish it again (Redis was down); those the stream brings later are only repeats."""
+        streamed = {int(f["id"]) for e, f in self.received() if not e.startswith("route-")}
+        return [i for i in self.caught_up if i not in streamed]
+
     def wait_for(self, wanted: set[int], timeout: float) -> set[int]:
         """Until every id in `wanted` was received, or `timeout` seconds: the ids still missing."""
         deadline = time.monotonic() + timeout

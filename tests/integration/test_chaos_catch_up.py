@@ -58,5 +58,6 @@ def test_events_a_restarted_redis_lost_are_fetched_from_the_stock_database(
     ids = [int(f["id"]) for _, f in consumer.received()]
     assert ids == [1, 2, 3, 4, 5, 6]  # 4 and 5 from the route, in order, before 6
     assert consumer.caught_up == [4, 5]
+    assert consumer.lost_by_stream() == [4, 5]  # the stream never brought them: Redis lost them
     assert asked and set(asked) == {0}  # from the outbox's id when the consumer opened
     assert any("NOGROUP" in e for e in consumer.errors), consumer.errors
