@@ -70,4 +70,23 @@ ACTIONS: dict[str, str] = {
     ),
     "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
     "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
+    "reconciler: pass after pass, each while still the leader": "order_service.reconciler.lead",
+    "reconciler: undecided past RECONCILE_VOID_AFTER, the flag voided (PUT /voidFlag)": (
+        "order_service.stock_client.StockClient.void"
+    ),
+    "the status compare-and-set with the deadline by the transaction's clock (pay, expiry)": (
+        "order_service.store.OrderWrite.compare_and_set"
+    ),
+    "expiry: the holds past their deadline, and the CANCELLING orders, paged": (
+        "order_service.reconcile.reconcile"
+    ),
+    "expiry: AWAITING -> CANCELLING past the deadline (compare-and-set), then the return": (
+        "order_service.cancellation.Cancellation.expire"
+    ),
+    "a return asked again (a CANCELLING order; a cancel finding it CANCELLING)": (
+        "order_service.cancellation.Cancellation.return_stock"
+    ),
+    "a return's decision read under the lock: returned before, the same answer": (
+        "stock_service.batch.plan"
+    ),
 }

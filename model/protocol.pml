@@ -24,14 +24,28 @@
      insert fails if the flag has one. A refusal for lack of stock is a decision (refused),
      written in the transaction of the hold that refused it; it writes no level, so it needs
      no fence: the primary key orders it against any other attempt's insert;
-   - two elected reconcilers with their own fence: each settles the PENDING orders whose
-     request has ended, by the flag's decision; an undecided flag is written again and the
-     deduction made again under it (issue 31: a call served by a stock worker, like the
-     buyer's), or, past RECONCILE_VOID_AFTER, voided; then the order is written under the
-     leader token. A leader can be paused and deposed (its deduction still at work), and the
-     other one elected with a newer token;
-   - a buyer pays a CONFIRMED order (a hold): an order still moves after it is settled, which
-     is what a deposed reconciler could overwrite;
+   - two elected reconcilers with their own fence, making passes (NPASSES, counted across
+     leaders: the order's age): each pass settles the PENDING orders whose request has ended,
+     by the flag's decision; an undecided flag is written again and the deduction made again
+     under it (a call served by a stock worker, like the buyer's, whose answer the first pass
+     may give up on: it runs on into the next pass), or, from pass VOID_PASS on (past
+     RECONCILE_VOID_AFTER), voided by a call of its own after the read, which a late deduction
+     may beat; then the order is written under the leader token. A leader can be paused and
+     deposed (its deduction still at work), and the other one elected with a newer token. Two
+     passes by default (deduct again, then void); -DNPASSES=3 -DVOID_PASS=2, three (deduct
+     again twice, then void), 2.4 times the states;
+   - A is a hold: deducted, it is AWAITING payment, and its buyer pays it (a compare-and-set
+     from AWAITING before its deadline): an order still moves after it is settled, which is
+     what a deposed reconciler could overwrite;
+   - with -DHOLDS (in place of the reconcilers and the Redis loss, like the restock world, and
+     of B's cancel), the hold expires: an expiry (the reconciler's pages of holds past their
+     deadline and of CANCELLING orders, a process here) moves A from AWAITING to CANCELLING by
+     a compare-and-set whose condition has the deadline passed, then asks A's stock back like
+     a cancel (a return served by a stock worker under the lock and the fence), then CANCELLED;
+     a CANCELLING order's return is asked again. It races A's pay (before the deadline) and
+     A's cancel (which, finding the order CANCELLING, asks the return too: two returns of one
+     flag at work). With -DRESTOCK too, B is left out (with it the search passed 34 million
+     states unfinished), and the restock meets the expiry's return;
    - the stock row's last ledger entry (row_seq): every level write moves it, and the fenced
      write matches it too (WRITE_FENCED: WHERE fence = <read> AND ledger_seq = <read>).
 
@@ -50,7 +64,8 @@
    same), and the Redis loss (a flag, not a level). The world without -DRESTOCK is the one
    before, unchanged.
 
-   Guards, each removable at compile time, each removal a counterexample (model_check.py):
+   Guards, each removable at compile time, each removal a counterexample (model_check.py;
+   the variants are in inventory/model_variants.py):
      -DNO_FENCE             the level written last-writer-wins (FENCING=false)
      -DFENCE_LE_ONLY        the fence checked only as "row fence <= my token", not "= read"
      -DNO_UNIQUE_ROW        the decision/flow insert never fails (no unique key)
@@ -81,6 +96,16 @@
                             without asking the stock database about the old one (the rule the
                             issue 31 settlement must not be): a late attempt that deducted
                             under the old flag after the buyer gave up makes two deductions
+     -DPASS_NEW_FLAG        (with -DNPASSES=3 -DVOID_PASS=2) a pass after the first deducts an
+                            order still undecided again under a new flag: the first pass's
+                            deduction, given up on, lands late, and the order is deducted twice
+   In the world with -DHOLDS:
+     -DEXPIRY_NO_STATUS_CAS the expiry a plain write past the deadline, trusting its page read:
+                            a buyer who paid before the deadline is told PAID, and the expiry
+                            then moves the order to CANCELLING and returns its stock
+     -DRETURN_NOT_ONCE      a return served whatever the flag's decision under the lock (plan's
+                            "returned before" and mark_returned's compare-and-set removed): the
+                            cancel's and the expiry's returns of one hold both return its stock
      -DNO_RECONCILER_FENCE  a reconciler's write is not fenced by its leader token: NOT a
                             counterexample here, because the status compare-and-set covers it
                             (every settle moves an order out of PENDING, and nothing moves it
@@ -89,11 +114,16 @@
 
    Simplifications, said once: the lease check before the commit is left out (a pause after it
    is what makes a holder stale, and the fence must cope alone); a request the order service
-   gave up on may still run, and its answer is then lost; only B is cancelled, and only once
-   CONFIRMED (a cancel racing its own placement, a cancel of A, and an unpaid hold expiring
-   are left out); a return refused by the fence (lock lost) leaves B CANCELLING, which the
-   reconciler would finish by asking again (not modelled: the return is idempotent).
+   gave up on may still run, and its answer is then lost; B is cancelled only once CONFIRMED,
+   A (in the holds world) only once AWAITING (a cancel racing its own placement is left out);
+   a return refused by the fence (lock lost) leaves B CANCELLING, which the reconciler would
+   finish by asking again (modelled for A's in the holds world: the expiry asks it again).
 
+   Probes too: -DWITNESS_SECOND_PASS (the void of the pass past the bound meets an earlier
+   pass's deduction landing late: the order is settled by it), -DWITNESS_EXPIRY (with -DHOLDS:
+   a cancel and the expiry both ask the hold's stock back, both answered RETURNED, and it comes
+   back once), -DWITNESS_EXPIRY_RESTOCK (with -DHOLDS -DRESTOCK: the expired hold's return
+   lands on a level the restock moved).
    Not a guard either: -DWITNESS_RECONCILER_DEDUCTS, a probe whose assertion fails where,
    intact, a reconciler's deduction again of an undecided order deducts: the issue 31 story
    (no sale lost to an unknown outcome) is reachable, so "no violation" covers it.
@@ -107,19 +137,41 @@
 #define SEED 2
 #endif
 #define NORDERS 2          /* A = 0, B = 1 */
-#define NCALLS 9           /* A's two attempts (0, 1), B's one (2), B's return (3), the
-                              admin's adjustment (4), each reconciler's deduction again of A
-                              and of B (5-8) */
-#define RETURN_CALL 3      /* the call that is a return of B's stock, not a deduction */
-#define ADJUST_CALL 4      /* the call that is an adjustment of the level (a restock, a count) */
-#define RECON_CALL 5       /* the first of the reconcilers' deductions again */
-#define DEDUCTION(a) (a < RETURN_CALL || a >= RECON_CALL)
+#define HOLD(o) (o == 0)   /* A is a hold (payWithinSeconds): deducted, it awaits payment */
+#ifndef NPASSES
+#define NPASSES 2          /* the reconcilers' passes, counted across leaders: an order's age */
+#endif
+#ifndef VOID_PASS
+#define VOID_PASS 1        /* RECONCILE_VOID_AFTER: from this pass an undecided order is voided;
+                              before it, its deduction is made again */
+#endif
+#ifndef EXPIRY_PASSES
+#define EXPIRY_PASSES 2    /* the passes over holds past their deadline and CANCELLING orders */
+#endif
+#define NCALLS 14          /* A's two attempts (0, 1), B's one (2), the admin's adjustment (3),
+                              B's return by its buyer's cancel (4), A's by its buyer's cancel
+                              (5) and by the expiry's passes (6, 7), the reconcilers' deductions
+                              again, pass p of order o (8 + p * NORDERS + o) */
+#define ADJUST_CALL 3      /* the call that is an adjustment of the level (a restock, a count) */
+#define RETURN_B_CALL 4    /* the calls that are a return of an order's stock, not a deduction */
+#define RETURN_A_CALL 5
+#define EXPIRY_CALL 6
+#define RECON_CALL 8       /* the first of the reconcilers' deductions again */
+#ifdef HOLDS
+#define HOLDS_WORLD true   /* the buyer of A may cancel its hold, which may expire */
+#else
+#define HOLDS_WORLD false
+#endif
+#define RETURNING(a) (a >= RETURN_B_CALL && a < RECON_CALL)
+#define DEDUCTION(a) (a < ADJUST_CALL || a >= RECON_CALL)
 /* a deduction under a flag of its own (-DRECONCILER_NEW_FLAG): the order's decision and flow
    rows are not its flag's, so neither is read nor met. The rest (the Redis flag, the decision
    it writes) stays keyed by the order: less than a new flag would change, and enough for the
    counterexample (the second deduction) */
-#ifdef RECONCILER_NEW_FLAG
+#if defined(RECONCILER_NEW_FLAG)
 #define OWN_FLAG(a) (a < RECON_CALL)
+#elif defined(PASS_NEW_FLAG)
+#define OWN_FLAG(a) (a < RECON_CALL + NORDERS)    /* the first pass's own, the later ones new */
 #else
 #define OWN_FLAG(a) true
 #endif
@@ -141,7 +193,7 @@ mtype = {
     DEDUCTED, DUPLICATE, INSUFFICIENT, VOIDED, UNKNOWN_FLAG, LOCK_LOST, NO_ANSWER, WAITING,
     REFUSED, RETURNED, ADJUSTED, STALE,
     /* order statuses (and what the buyer was told); CANCELLED is an answer too */
-    PENDING, CONFIRMED, PAID, FAILED, CANCELLING, CANCELLED
+    PENDING, AWAITING, CONFIRMED, PAID, FAILED, CANCELLING, CANCELLED
 };
 
 chan req = [NCALLS] of { byte, byte };   /* flag (= order), call */
@@ -181,12 +233,14 @@ mtype status[NORDERS];
 mtype told[NORDERS];
 bool placed[NORDERS];          /* the order's request has ended: the reconciler may settle it */
 byte recon_fence = 0;
+bool due = 0;                  /* A's pay deadline has passed, by the order database's clock */
 
 /* the election */
 bool settling = 0;             /* a reconciler was elected: the requests had ended */
 byte leader = 0;
 byte leader_tokens = 0;
 byte leader_losses = 0;
+byte passes = 0;               /* the reconcilers' passes so far, whoever led them */
 
 /* The stock database's void (store.void): decide the flag voided unless it is decided; the
    decision after. Needs no lock: the primary key orders it against a deduction's insert. The
@@ -205,10 +259,12 @@ inline void_flag(f, d) {
 }
 
 /* What an order whose outcome was unknown becomes once its flag is decided (settlement.
-   decided_status): deducted CONFIRMED, returned CANCELLED, voided or refused FAILED. */
-inline settled_status(d, s) {
+   decided_status): deducted CONFIRMED, or a hold AWAITING payment (its clock starting then);
+   returned CANCELLED, voided or refused FAILED. */
+inline settled_status(o, d, s) {
     if
-    :: d == DEDUCTED -> s = CONFIRMED
+    :: d == DEDUCTED && HOLD(o) -> s = AWAITING
+    :: d == DEDUCTED && !HOLD(o) -> s = CONFIRMED
     :: d == RETURNED -> s = CANCELLED
     :: else -> s = FAILED
     fi
@@ -225,7 +281,7 @@ inline read_and_plan(w, f, a) {
     if
     :: a == ADJUST_CALL ->
        printf("STEP worker %d reads for the adjustment: stock %d, row fence %d\n", w, lvl, seen)
-    :: a == RETURN_CALL ->
+    :: RETURNING(a) ->
        printf("STEP worker %d reads for the return of order %c: stock %d, row fence %d, decision %e\n",
               w, 'A' + f, lvl, seen, dec)
     :: else ->
@@ -241,11 +297,15 @@ inline read_and_plan(w, f, a) {
     :: true -> skip
     fi;
     if
-    :: a == RETURN_CALL ->
+    :: RETURNING(a) ->
        /* plan's return: of a deducted flag, write it; returned before, the same answer */
        if
        :: dec == DEDUCTED -> out = NONE
+#ifdef RETURN_NOT_ONCE
+       :: dec == RETURNED -> out = NONE     /* planned whatever the flag's decision says */
+#else
        :: dec == RETURNED -> out = RETURNED
+#endif
        :: else -> out = VOIDED
        fi
     :: a == ADJUST_CALL ->
@@ -320,13 +380,15 @@ inline write_rows(w, f, a, tok) {
 #endif
     fi;
     if
-    :: a == RETURN_CALL ->
+    :: RETURNING(a) ->
        /* mark_returned: UPDATE ... SET outcome = returned WHERE outcome = deducted */
        if
+#ifndef RETURN_NOT_ONCE
        :: out == NONE && decided[f] != DEDUCTED ->
           printf("STEP worker %d: order %c's decision moved since the read, reads again\n",
                  w, 'A' + f);
           out = NO_ANSWER
+#endif
        :: else -> skip
        fi
     :: a == ADJUST_CALL -> skip      /* its id is fresh: no key to meet */
@@ -345,7 +407,7 @@ inline write_rows(w, f, a, tok) {
 #endif
     fi;
     if
-    :: out == NONE && a == RETURN_CALL ->
+    :: out == NONE && RETURNING(a) ->
        num = lvl + qty[f];
        row_seq++;
 #ifndef NO_FENCE
@@ -354,6 +416,11 @@ inline write_rows(w, f, a, tok) {
        returns[f]++;
        decided[f] = RETURNED;
        out = RETURNED;
+#ifdef WITNESS_EXPIRY_RESTOCK
+       /* not a guard: a probe that an expired hold's return lands on a level a restock moved
+          (each under the lock and the fence) */
+       assert(!(a >= EXPIRY_CALL && adjusted > 0));
+#endif
        printf("STEP worker %d returns order %c's stock with token %d: stock %d\n",
               w, 'A' + f, tok, num)
     :: out == NONE && a == ADJUST_CALL ->
@@ -421,7 +488,7 @@ inline answer_attempt(w, f, a) {
     fi;
     if
     :: a == ADJUST_CALL -> printf("STEP worker %d answers the adjustment: %e\n", w, out)
-    :: a == RETURN_CALL -> printf("STEP worker %d answers the return of order %c: %e\n", w, 'A' + f, out)
+    :: RETURNING(a) -> printf("STEP worker %d answers the return of order %c: %e\n", w, 'A' + f, out)
     :: else -> printf("STEP worker %d answers attempt %d of order %c: %e\n", w, a, 'A' + f, out)
     fi
 }
@@ -448,7 +515,7 @@ inline answer_from_database(w, f, a) {
 inline before_lock(w, f, a) {
     out = NONE;
     if
-    :: a == RETURN_CALL ->
+    :: RETURNING(a) ->
        if
        :: decided[f] == DEDUCTED -> skip
        :: decided[f] == NONE -> decided[f] = VOIDED; out = VOIDED
@@ -486,7 +553,7 @@ end_idle:
               if
               :: a == ADJUST_CALL ->
                  printf("STEP worker %d: the adjustment goes to the lock\n", w)
-              :: a == RETURN_CALL ->
+              :: RETURNING(a) ->
                  printf("STEP worker %d: order %c's flag is deducted, its return goes to the lock\n", w, 'A' + f)
               :: else ->
                  printf("STEP worker %d: flag %c is live, attempt %d goes to the lock\n", w, 'A' + f, a)
@@ -509,7 +576,7 @@ end_idle:
                  if
                  :: a == ADJUST_CALL ->
                     printf("STEP worker %d serves the adjustment as the second part of its batch (token %d)\n", w, tok)
-                 :: a == RETURN_CALL ->
+                 :: RETURNING(a) ->
                     printf("STEP worker %d serves the return of order %c as the second part of its batch (token %d)\n", w, 'A' + f, tok)
                  :: else ->
                     printf("STEP worker %d serves attempt %d of order %c as the second part of its batch (token %d)\n", w, a, 'A' + f, tok)
@@ -560,16 +627,16 @@ proctype buyer(byte o; byte first; byte attempts) {
        /* the outcome, and the order's row: the answer is made from the row as the write left
           it (a compare-and-set from PENDING; a reconciler may have settled it first) */
        if
-       :: r == DEDUCTED -> final = CONFIRMED
+       :: r == DEDUCTED -> settled_status(o, DEDUCTED, final)
        :: r == INSUFFICIENT || r == VOIDED || r == CANCELLED -> final = FAILED
        :: else ->
           /* duplicate, unknown flag, no answer: read the flows; none: ask the stock service
              to settle the flag (void), which may get no answer either: PENDING */
           if
-          :: flows[o] > 0 -> final = CONFIRMED
+          :: flows[o] > 0 -> settled_status(o, DEDUCTED, final)
           :: flows[o] == 0 ->
              void_flag(o, d);
-             settled_status(d, final);
+             settled_status(o, d, final);
              printf("STEP order %c voids its flag: the stock database says %e\n", 'A' + o, d)
           :: flows[o] == 0 -> final = PENDING
           fi
@@ -582,48 +649,66 @@ proctype buyer(byte o; byte first; byte attempts) {
        };
        break
     od;
-    /* the buyer of A pays it once it is CONFIRMED (a hold), maybe after a reconciler settled
-       it; the buyer of B may cancel it once it is CONFIRMED (Cancellation.cancel): a
-       compare-and-set to CANCELLING, the stock service's return (a call served by a stock
-       worker), then CANCELLED (a compare-and-set from CANCELLING) */
+    /* Then the buyer of A, a hold, may pay it (transitions.pay: a compare-and-set from
+       AWAITING before its deadline, by the transaction's clock), maybe after a reconciler
+       settled it, or cancel it; the buyer of B may cancel it once it is CONFIRMED
+       (Cancellation.cancel): a compare-and-set to CANCELLING, the stock service's return (a
+       call served by a stock worker), then CANCELLED (a compare-and-set from CANCELLING). A
+       cancel that finds the order CANCELLING already (the expiry won the compare-and-set)
+       asks the return too, as the code does: two returns of one flag may then be at work. */
     if
-    :: atomic { o == 0 && status[o] == CONFIRMED -> status[o] = PAID; told[o] = PAID;
-                printf("STEP order %c is paid: the buyer is told PAID\n", 'A' + o) }
-    :: atomic { o == 1 && status[o] == CONFIRMED -> status[o] = CANCELLING;
-                req!o, RETURN_CALL;
-                printf("STEP order %c is CANCELLING: its stock is asked back\n", 'A' + o) };
+    :: atomic { HOLD(o) && status[o] == AWAITING && !due -> status[o] = PAID; told[o] = PAID;
+                printf("STEP order %c is paid before its deadline: the buyer is told PAID\n", 'A' + o) }
+    :: atomic { ((HOLDS_WORLD && HOLD(o) && (status[o] == AWAITING || status[o] == CANCELLING))
+                 || (!HOLDS_WORLD && !HOLD(o) && status[o] == CONFIRMED)) ->
+                if
+                :: status[o] != CANCELLING -> status[o] = CANCELLING;
+                   printf("STEP order %c is CANCELLING: its stock is asked back\n", 'A' + o)
+                :: else ->
+                   printf("STEP order %c's cancel finds it CANCELLING: asks its stock back too\n", 'A' + o)
+                fi;
+                if :: HOLD(o) -> a = RETURN_A_CALL :: else -> a = RETURN_B_CALL fi;
+                req!o, a };
        atomic {
-           answer[RETURN_CALL] != NONE ->
+           answer[a] != NONE ->
            if
-           :: answer[RETURN_CALL] == RETURNED || answer[RETURN_CALL] == VOIDED ->
+           :: answer[a] == RETURNED || answer[a] == VOIDED ->
               if :: status[o] == CANCELLING -> status[o] = CANCELLED :: else -> skip fi
            :: else -> skip     /* no return (the fence refused it): CANCELLING, asked again */
            fi;
            told[o] = status[o];
-           printf("STEP order %c: the cancel is answered %e\n", 'A' + o, told[o])
+           printf("STEP order %c: the cancel is answered %e\n", 'A' + o, told[o]);
+           a = 0
        }
     :: true
     fi
 }
 
-/* One pass of an elected reconciler over the orders whose request has ended (reconcile.py):
+/* An elected reconciler's passes over the orders whose request has ended (reconciler.lead,
+   reconcile.py): before each pass, still the leader (is_leader), or it stands down. In a pass,
    for a PENDING order, the flag's decision first (settled by it, whatever it is); undecided,
-   within RECONCILE_VOID_AFTER the flag written again and the deduction made again under it
-   (issue 31: a call served by a stock worker like the buyer's, then the decision read again:
-   still none, the order stays PENDING: the code's next pass tries again, the model's reconciler
-   makes one pass), past it the flag voided. */
+   before RECONCILE_VOID_AFTER the flag written again and the deduction made again under it
+   (a call served by a stock worker like the buyer's, whose answer it waits for or gives up on,
+   the call running on: a late attempt of the next pass; then the decision read again: still
+   none, the order stays PENDING for the next pass), past it the flag voided. The passes are
+   counted across leaders (`passes`): the bound is the order's age, not one leader's count. */
 proctype reconciler(byte r) {
-    byte tok = 0, o = 0, call = 0;
+    byte tok = 0, o = 0, call = 0, p = 0;
+    bool voiding = 0;
     mtype d = NONE, outcome = NONE;
     /* it settles orders older than a request's whole budget, "so no request of it is still
        running" (reconcile.py): the buyers' calls have ended and their attempts too (a void
        racing a late attempt is the buyer's own void, above); a reconciler elected after
        another was deposed may meet that one's deduction still at work */
+end_elect:
     atomic {
         leader == 0 && placed[0] && placed[1] && (settling || (len(req) == 0 && working == 0)) ->
         leader = r; leader_tokens++; tok = leader_tokens; settling = 1;
         printf("STEP reconciler %d is elected, token %d\n", r, tok)
     };
+    do
+    :: atomic { leader == r && passes < NPASSES -> p = passes; passes++; o = 0;
+                printf("STEP reconciler %d starts pass %d\n", r, p) };
     do
     :: o < NORDERS ->
        if
@@ -641,18 +726,29 @@ proctype reconciler(byte r) {
                  printf("STEP reconciler %d finds order %c PENDING: places it again under a new flag, the old one unread\n",
                         r, 'A' + o);
 #else
-              :: d == NONE ->
+              :: d == NONE && p < VOID_PASS ->
+#ifdef PASS_NEW_FLAG
+                 if
+                 :: p > 0 ->
+                    printf("STEP reconciler %d finds order %c PENDING, undecided: places it again under a new flag\n",
+                           r, 'A' + o)
+                 :: else ->
+                    printf("STEP reconciler %d finds order %c PENDING, undecided: writes its flag again and deducts it again\n",
+                           r, 'A' + o)
+                 fi;
+#else
                  printf("STEP reconciler %d finds order %c PENDING, undecided: writes its flag again and deducts it again\n",
                         r, 'A' + o);
 #endif
-                 call = RECON_CALL + (r - 1) * NORDERS + o;
+#endif
+                 call = RECON_CALL + p * NORDERS + o;
                  redis[o] = 1;
                  req!o, call
 #ifndef RECONCILER_NEW_FLAG
-              :: d == NONE ->
-                 void_flag(o, d);
-                 printf("STEP reconciler %d finds order %c PENDING, undecided past the bound: voids: %e\n",
-                        r, 'A' + o, d)
+              :: d == NONE && p >= VOID_PASS ->
+                 printf("STEP reconciler %d finds order %c PENDING, undecided past the bound: voids it\n",
+                        r, 'A' + o);
+                 voiding = 1
 #endif
               fi;
               /* then a pause inside the pass: deposed, unable to tell */
@@ -664,9 +760,24 @@ proctype reconciler(byte r) {
               fi
           };
           if
-          :: call != 0 ->
-             /* the deduction's answer, then the flag's decision read again (GET /flags) */
+          :: voiding ->
+             /* PUT /voidFlag, a call of its own after the read (GET /flags): a deduction
+                that lands in between (an earlier pass's, given up on) is its answer */
              atomic {
+                 void_flag(o, d);
+                 printf("STEP reconciler %d's void of order %c is answered %e\n", r, 'A' + o, d);
+#ifdef WITNESS_SECOND_PASS
+                 /* not a guard: a probe that a pass past the bound meets the late deduction
+                    of an earlier pass, and the order is settled by it, not failed */
+                 assert(d != DEDUCTED);
+#endif
+                 voiding = 0
+             }
+          :: call != 0 ->
+             /* the deduction's answer, or none in time (the call runs on), then the flag's
+                decision read again (GET /flags) */
+             if
+             :: atomic {
                  answer[call] != NONE ->
                  printf("STEP reconciler %d: order %c's deduction again is answered %e\n",
                         r, 'A' + o, answer[call]);
@@ -677,13 +788,21 @@ proctype reconciler(byte r) {
 #endif
                  d = decided[o];
                  answer[call] = NONE; call = 0
-             }
+                }
+             :: atomic {
+                 p == 0 ->
+                 printf("STEP reconciler %d gives up waiting on order %c's deduction again: it runs on\n",
+                        r, 'A' + o);
+                 d = decided[o];
+                 call = 0
+                }
+             fi
           :: else -> skip
           fi;
           /* one transaction of the order database (transitions.move); still undecided (the
              lock lost, the flag lost again): nothing written, a later pass tries again */
           atomic {
-              if :: d != NONE -> settled_status(d, outcome) :: else -> skip fi;
+              if :: d != NONE -> settled_status(o, d, outcome) :: else -> skip fi;
 #ifndef NO_RECONCILER_FENCE
               if
               :: d != NONE && recon_fence > tok ->
@@ -718,8 +837,10 @@ proctype reconciler(byte r) {
        :: atomic { status[o] != PENDING -> o++ }
        fi
     :: else -> break
+    od
+    :: atomic { leader != r || passes >= NPASSES -> break }
     od;
-    atomic { if :: leader == r -> leader = 0 :: else -> skip fi; tok = 0; o = 0 }
+    atomic { if :: leader == r -> leader = 0 :: else -> skip fi; tok = 0; o = 0; p = 0 }
 }
 
 /* The admin: one unit comes in and is entered as an adjustment (POST /stock/{goodsId}/
@@ -742,6 +863,73 @@ proctype admin() {
     }
 }
 
+/* The elected reconciler's passes over holds (reconcile.py's other pages): an order AWAITING
+   payment past its deadline is expired (Cancellation.expire: a compare-and-set AWAITING ->
+   CANCELLING whose condition has the deadline passed by the transaction's clock, then its
+   stock returned like a cancel's, under the lock and the fence, then CANCELLED); an order
+   CANCELLING (a return refused by the fence, or at work for its buyer's cancel) has its
+   return asked again. A process of its own in the model, not the reconciler's: its writes are
+   compare-and-sets of an order's status, which need no leader fence (NO_RECONCILER_FENCE shows
+   it for the settle); so it can run in the restock world too, where it meets the restock.
+
+   Time: `due` is the deadline passed by the order database's clock, which pay's and expiry's
+   compare-and-sets each read in their own transaction. It turns when the expiry's write reads
+   it: a deadline that passed earlier, with nothing reading the clock in between, is the same
+   run. A pay after it would be refused (the code's pay then expires the hold itself: not
+   modelled, the expiry here does it). Intact, the page (read before the write, by the
+   reconciler's clock) and the write are one step: the write's compare-and-set reads the status
+   again, so a page read earlier that found the hold AWAITING is this step or its skip. With
+   -DEXPIRY_NO_STATUS_CAS the write trusts the page, so the two are apart. */
+proctype expirer() {
+    byte p = 0, call = 0;
+    /* A pass that finds nothing in its pages changes nothing: the passes wait for work (an
+       unpaid hold is expired, in the end; a refused return is asked again) */
+    do
+    :: p < EXPIRY_PASSES ->
+end_page:
+       if
+#ifdef EXPIRY_NO_STATUS_CAS
+       :: atomic { status[0] == AWAITING ->
+                   printf("STEP the expiry reads order A AWAITING payment, its deadline past by its clock\n") };
+          /* a plain write, its deadline the only condition: the status is the page's */
+          atomic {
+              due = 1; status[0] = CANCELLING;
+              call = EXPIRY_CALL + p; req!0, call;
+              printf("STEP the expiry moves order A to CANCELLING past its deadline: its stock is asked back\n")
+          }
+#else
+       :: atomic {
+              status[0] == AWAITING ->
+              due = 1; status[0] = CANCELLING;
+              call = EXPIRY_CALL + p; req!0, call;
+              printf("STEP the expiry moves order A from AWAITING to CANCELLING past its deadline: its stock is asked back\n")
+          }
+#endif
+       :: atomic { status[0] == CANCELLING ->
+                   call = EXPIRY_CALL + p; req!0, call;
+                   printf("STEP the expiry finds order A CANCELLING: asks its stock back again\n") }
+       fi;
+       if
+       :: call != 0 ->
+          atomic {
+              answer[call] != NONE ->
+              if
+              :: (answer[call] == RETURNED || answer[call] == VOIDED) && status[0] == CANCELLING ->
+                 status[0] = CANCELLED
+              :: else -> skip     /* refused by the fence: CANCELLING, asked again */
+              fi;
+              printf("STEP the expiry's return of order A is answered %e: order A %e\n",
+                     answer[call], status[0]);
+              call = 0
+          }
+       :: else -> skip
+       fi;
+       p++
+    :: else -> break
+    od;
+    p = 0
+}
+
 /* Redis may lose a flag (a restart, a failover): A's, whose buyer can write it again. */
 proctype redis_loss() {
     if
@@ -759,22 +947,36 @@ init {
         }
         for (o : 0 .. NCALLS - 1) { answer[o] = NONE }
         run buyer(0, 0, 2);
+#if !defined(HOLDS) || !defined(RESTOCK)
         run buyer(1, 2, 1);
+#endif
         run worker(1);
         run worker(2);
-#ifndef RESTOCK
+#ifdef HOLDS
+        run expirer();
+#endif
+#ifdef RESTOCK
+        run admin();
+#endif
+#if !defined(RESTOCK) && !defined(HOLDS)
         run reconciler(1);
         run reconciler(2);
-        run redis_loss()
-#else
-        run admin()
+        run redis_loss();
 #endif
+        skip
     };
     timeout ->
     /* every process has ended or waits for work: the end state */
-    printf("STEP end: stock %d, flows A %d B %d, returns B %d, adjusted %d, orders %e %e, told %e %e\n",
-           num, flows[0], flows[1], returns[1], adjusted, status[0], status[1], told[0], told[1]);
+    printf("STEP end: stock %d, flows A %d B %d, returns A %d B %d, adjusted %d, orders %e %e, told %e %e\n",
+           num, flows[0], flows[1], returns[0], returns[1], adjusted, status[0], status[1],
+           told[0], told[1]);
     assert(num >= 0);
+#ifdef WITNESS_EXPIRY
+    /* not a guard: a probe that a cancel and the expiry of one hold both asked its stock back,
+       each answered RETURNED, and it came back once */
+    assert(!(answer[RETURN_A_CALL] == RETURNED && returns[0] == 1
+             && (answer[EXPIRY_CALL] == RETURNED || answer[EXPIRY_CALL + 1] == RETURNED)));
+#endif
     /* no lost update (I1, the ledger balances): seeded + adjustments - flows + returns */
     assert(SEED + adjusted - num
            == (flows[0] - returns[0]) * qty[0] + (flows[1] - returns[1]) * qty[1]);
@@ -792,7 +994,11 @@ init {
         assert(returns[o] == 0 || decided[o] == RETURNED);
         assert(told[o] != CONFIRMED || (flows[o] == 1 && returns[o] == 0
                                         && status[o] == CONFIRMED));
-        assert(told[o] != PAID || (flows[o] == 1 && status[o] == PAID));
+        /* told AWAITING (a hold): deducted, and since paid, cancelled or expired, or not */
+        assert(told[o] != AWAITING || (flows[o] == 1 && status[o] != FAILED
+                                       && status[o] != PENDING && status[o] != CONFIRMED));
+        /* told PAID: it stays paid, its stock never comes back (pay against expiry) */
+        assert(told[o] != PAID || (flows[o] == 1 && returns[o] == 0 && status[o] == PAID));
         /* told FAILED: no flow at the end, whatever stock came back (I9) */
         assert(told[o] != FAILED || (flows[o] == 0 && status[o] == FAILED));
 #ifndef REFUSAL_NOT_RECORDED
@@ -802,8 +1008,10 @@ init {
 #endif
         /* told CANCELLED: the order is, and what was deducted came back */
         assert(told[o] != CANCELLED || (status[o] == CANCELLED && flows[o] == returns[o]));
-        assert(told[o] != CANCELLING || (status[o] == CANCELLING && returns[o] == 0));
-        assert((status[o] != CONFIRMED && status[o] != PAID && status[o] != CANCELLING)
+        /* told CANCELLING (its return refused by the fence): the expiry may ask it again */
+        assert(told[o] != CANCELLING || status[o] == CANCELLING || status[o] == CANCELLED);
+        assert((status[o] != CONFIRMED && status[o] != AWAITING && status[o] != PAID
+                && status[o] != CANCELLING)
                || (flows[o] == 1 && returns[o] == 0));
         assert(status[o] != FAILED || flows[o] == 0);
         assert(status[o] != CANCELLED || flows[o] == returns[o])
