@@ -87,7 +87,7 @@ class BenchReport:
             limits=[Measure(**m) for m in data["limits"]],
             reduce=[Measure(**m) for m in data["reduce"]],
             gen_order=[Measure(**m) for m in data["gen_order"]],
-            peer=[Measure(**m) for m in data.get("peer", [])],  # none before issue 29
+            peer=[Measure(**m) for m in data.get("peer", [])],  # none before the peer was benched
             notes=list(data["notes"]),
         )
 
@@ -143,7 +143,7 @@ class BenchReport:
 
     def order_targets(self, hot: Measure | None) -> list[Target]:
         """The order a buyer places, against the deduction it exists for (same stack), and
-        against the one-database peer (issue 29's four goals)."""
+        against the one-database peer (the four goals of `peer_targets`)."""
         out: list[Target] = []
         order_hot = self.order_of(1)
         if order_hot and hot and hot.per_second:

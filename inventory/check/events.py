@@ -1,4 +1,4 @@
-"""I10, stock events (issue 30): what a consumer of the Redis Stream gets, against the outbox and
+"""I10, stock events: what a consumer of the Redis Stream gets, against the outbox and
 the levels, as a pure function of plain data (events_source.py reads it from a stack).
 
 A consumer reads the stream in order and drops the repeats of an event by its `id` (the

@@ -33,8 +33,8 @@ HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYM
 def refused_for_lack_of_stock(reason: str | None) -> bool:
     """An order FAILED on the stock database's refusal: answered so at once (exactly REFUSED),
     or found refused by the void after an unknown outcome (`insufficient_stock: <why>`) or by
-    the reconciler (`reconciled: insufficient_stock (...)`): since issue 28 a refusal is the
-    flag's decision, so a void can find one."""
+    the reconciler (`reconciled: insufficient_stock (...)`): a refusal is recorded as the flag's
+    decision (so that a late attempt of the flag never deducts), and a void can find it there."""
     reason = reason or ""
     return (
         reason == REFUSED
@@ -260,7 +260,7 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
 
 def check_refusal_stays(snap: Snapshot) -> CheckResult:
     """I9: no order FAILED for lack of stock, and no flag decided `refused`, has a flow. Its
-    story (issue 28): a retry refused (the buyer told 409), stock back, the slow first attempt
+    story: a retry refused (the buyer told 409), stock back, the slow first attempt
     deducting; I3 sees that flow too, this check names the story."""
     refused = [
         o

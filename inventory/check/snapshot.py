@@ -44,7 +44,7 @@ class Snapshot:
     pay_deadlines: dict[str, datetime] = field(default_factory=dict)  # the holds' deadlines
     # goods -> (net units, units added) of the adjustments since its last seed (PUT /stock, an
     # adjustment of reason set): restocks, losses and counts move a level like flows and
-    # returns do, and the checks count them (issue 30)
+    # returns do, and the checks count them
     adjustments: dict[str, tuple[int, int]] = field(default_factory=dict)
     # goods -> (the stock row's held count, the units of the flags still held: deducted by an
     # unpaid hold, neither paid nor returned)

@@ -1,4 +1,4 @@
-"""The load test's operator: `--restocks N` restocks while the buyers buy (issue 30), each an
+"""The load test's operator: `--restocks N` restocks while the buyers buy, each an
 adjustment of reason `restock` through the admin route, adding `size` units to the run's goods
 ids in turn, sent once a share of the orders is done (the i-th after i/(N+1) of them), so
 stock comes back after refusals and the check's I1 (initial + adjusted - final = flows -

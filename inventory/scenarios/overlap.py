@@ -93,8 +93,9 @@ def slow_holder(
             story.show(line)
         story.show(f"{first.title()}: HTTP {response_1.status_code} {response_1.json()}")
         if response_1.json().get("status") == "PENDING":
-            # A refused write decided nothing: the order waits for the reconciler (issue 31),
-            # which deducts again under the same flag, now against the level the sale left.
+            # A refused write decided nothing: the order waits for the reconciler (voiding it
+            # would lose a sale the stock could still make), which deducts again under the same
+            # flag, now against the level the sale left.
             story.step(
                 f"{first.title()}'s order stays PENDING (nothing was decided for its flag); "
                 "the elected reconciler deducts it again under the same flag."

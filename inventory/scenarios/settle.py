@@ -1,12 +1,12 @@
 """One pass of the product's reconciler over a scenario's own stack, for the stories whose
 order is left PENDING on purpose.
 
-Since issue 31 an order whose deduction was not decided (the stale holder's write refused by
-the fence, say) is not voided by its request: it stays PENDING and the elected reconciler
-deducts it again under the same flag. A scenario's stack runs no reconciler (its timing would
-race the story), so the story runs the pass itself, at the point where it tells it, with the
-product's own code: `order_service.reconcile.reconcile`, the flag written again, the same
-stock client policy as `python -m order_service.reconciler`.
+An order whose deduction was not decided (the stale holder's write refused by the fence, say)
+is not voided by its request, so that no sale is lost to a fault: it stays PENDING and the
+elected reconciler deducts it again under the same flag. A scenario's stack runs no reconciler
+(its timing would race the story), so the story runs the pass itself, at the point where it
+tells it, with the product's own code: `order_service.reconcile.reconcile`, the flag written
+again, the same stock client policy as `python -m order_service.reconciler`.
 """
 
 from __future__ import annotations

@@ -173,7 +173,8 @@ def test_demo_tells_the_story_of_one_order(running_stack: stack_state.StackState
 
 
 def test_check_after_the_demo_says_the_data_holds(running_stack: stack_state.StackState) -> None:
-    """The demo's 50-unit order is refused with units left: no lost sale (issue 8's case)."""
+    """The demo's 50-unit order is refused with units left: no lost sale (I4: a line that
+    does not fit what is left)."""
     demo = run_cli(Path(running_stack.home), "demo")
     assert demo.returncode == 0, demo.stdout + demo.stderr
     check = run_cli(Path(running_stack.home), "check")

@@ -1,4 +1,4 @@
-"""Every answer holds when stock comes back (issue 28): a refusal, a cancel sent before its
+"""Every answer holds when stock comes back: a refusal, a cancel sent before its
 order, a pay repeated, a hold's deadline, a cancel racing a rejected order. Real ZooKeeper,
 Redis and each SQL database; the interleavings are played through the services' own hooks
 (the fault points, the stock transport) so each is the same on every run.
@@ -80,11 +80,12 @@ class FirstAttemptTimesOut(httpx.BaseTransport):
 
 
 def test_a_buyer_told_no_is_never_sold_to_when_stock_comes_back(settings: Settings) -> None:
-    """Case 1 of issue 28. G has 1 unit; X buys it. O's first attempt passes the flag check
-    and is held before the lock; the order service times out, retries with the same flag, the
-    retry is refused (G is 0) and O is answered 409. Then X is cancelled: its unit comes back.
-    Then O's first attempt goes on: it must not deduct (the refusal was a decision), or the
-    buyer told no has been sold to, and the unit is lost to everyone."""
+    """The late first attempt after a refusal. G has 1 unit; X buys it. O's first attempt
+    passes the flag check and is held before the lock; the order service times out, retries
+    with the same flag, the retry is refused (G is 0) and O is answered 409. Then X is
+    cancelled: its unit comes back. Then O's first attempt goes on: it must not deduct (the
+    refusal was a decision), or the buyer told no has been sold to, and the unit is lost to
+    everyone."""
     with running_services(settings, wrap_transport=FirstAttemptTimesOut) as s:
         goods = unique()
         s.seed(goods, 1)

@@ -1,5 +1,5 @@
 """A dependency that is down: a 503 that names it, no order left PENDING without a reason, and
-no sale lost once it is back (issue 31: the reconciler deducts again an order whose flag is
+no sale lost once it is back (the reconciler deducts again an order whose flag is
 undecided). Each test has its own ZooKeeper and Redis, since it stops them."""
 
 from __future__ import annotations

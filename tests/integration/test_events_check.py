@@ -1,4 +1,4 @@
-"""I10 on real servers (issue 30's proof, on the local stack): orders, a cancel (a return), an
+"""I10 on real servers, on the local stack: orders, a cancel (a return), an
 adjustment and a threshold's crossings, relayed by the product's relay to a Redis Stream, then
 `inventory check` as a user runs it on a stack with relays: I10 passes; with one stream entry
 deleted by hand (XDEL) it fails and names the event. Real ZooKeeper, Redis and each SQL

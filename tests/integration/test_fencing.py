@@ -190,7 +190,7 @@ def test_one_hold_writes_a_row_twice_when_its_batch_is_served_in_two_parts(
 def test_a_holder_that_read_between_two_writes_of_one_hold_reads_again(
     engine: sa.Engine, store: StockStore
 ) -> None:
-    """Found by the model (issue 30, restocks: -DFENCE_WITHOUT_SEQ): a hold that writes a row
+    """Found by the model (with restocks: -DFENCE_WITHOUT_SEQ): a hold that writes a row
     twice (a split batch) leaves its own token on the row both times. A newer holder that read
     between the two writes finds the fence it read, and on the fence alone would write its
     level over the second write: a lost update. The row's ledger seq is in the compare-and-set

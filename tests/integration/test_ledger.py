@@ -1,4 +1,4 @@
-"""Stock as a ledger (issue 30): adjustments with reasons, a goods id's history with the level
+"""Stock as a ledger: adjustments with reasons, a goods id's history with the level
 after each entry, units held by unpaid holds, low-stock thresholds, and the outbox of stock
 events relayed to a Redis Stream. Real ZooKeeper, Redis and each SQL database."""
 

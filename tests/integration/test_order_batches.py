@@ -1,6 +1,7 @@
-"""The order side combines (issue 29): the orders of one process that arrive together are
-placed as one batch (one transaction, one Redis pipeline, one stock call carrying every flag),
-and each keeps its own outcome and guarantees. Real ZooKeeper, Redis and each SQL database.
+"""The order side combines, so that an order costs less than one placed at a time: the orders
+of one process that arrive together are placed as one batch (one transaction, one Redis
+pipeline, one stock call carrying every flag), and each keeps its own outcome and guarantees.
+Real ZooKeeper, Redis and each SQL database.
 """
 
 from __future__ import annotations

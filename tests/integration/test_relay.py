@@ -1,4 +1,4 @@
-"""The relay of stock events (issue 30): one elected instance publishes the outbox to a Redis
+"""The relay of stock events: one elected instance publishes the outbox to a Redis
 Stream; a standby takes over when it goes; a relay that dies between its XADDs and its mark
 sends them again, and a consumer that drops repeats by id gets each event once, in ledger order
 per goods id. Real ZooKeeper, Redis and SQLite."""

@@ -213,9 +213,10 @@ def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_boun
 ) -> None:
     """Every reduceStock attempt is cut (the stock service unreachable for the whole call
     budget): the flag is undecided, so the order stays PENDING (503) instead of being voided
-    with the stock on the shelf (issue 31). Once the network is back, the reconciler deducts
-    again under the same flag: the sale is made. An order undecided past RECONCILE_VOID_AFTER
-    is voided instead, and a late attempt of its flag is refused."""
+    with the stock on the shelf (losing a sale to a fault the deployment survives). Once the
+    network is back, the reconciler deducts again under the same flag: the sale is made. An
+    order undecided past RECONCILE_VOID_AFTER is voided instead, and a late attempt of its flag
+    is refused."""
     cut = {"on": True}
     context, _ = wrapped(
         settings,

@@ -66,7 +66,7 @@ def test_one_flag_is_one_operation_whatever_its_lines() -> None:
 
 def test_a_refused_flag_stays_refused_even_when_stock_comes_back_in_the_batch() -> None:
     # Refused for lack of stock, the flag is decided: a later attempt of it is refused too,
-    # even after a return made room (issue 28: the buyer was told no).
+    # even after a return made room (the buyer was told no, and no stays no).
     result = plan(
         [
             Request("f", {"g": 2}),

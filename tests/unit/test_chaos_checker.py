@@ -283,8 +283,8 @@ def test_lost_sales_are_counted_by_cause_and_refusals_are_not() -> None:
             "o3": "voided: HTTP 503",  # h sold out: not a lost sale
             "o4": "insufficient_stock",  # a refusal (I4 judges it), not counted here
             "o5": None,
-            # Refusals a void or the reconciler found after an unknown outcome (issue 28
-            # records refusals): the stock came back after them, no sale was lost
+            # Refusals a void or the reconciler found after an unknown outcome (a refusal is
+            # recorded as the flag's decision): the stock came back after them, no sale was lost
             "o6": "insufficient_stock: ReadTimeout calling the stock service",
             "o7": "reconciled: insufficient_stock (outcome_unknown: HTTP 503)",
         },
@@ -339,7 +339,7 @@ def test_cancels_pays_and_expiries_that_ended_as_answered_pass() -> None:
     assert checker.answered_ok_is_confirmed(ops, snap).verdict == checker.VALID
 
 
-# --- issue 28: the late first attempt after a refusal (H2, I3, I9) ---------------------------
+# --- the late first attempt after a refusal (H2, I3, I9) -------------------------------------
 
 
 def late_attempt_story(late_flow: bool) -> tuple[list[Op], Snapshot]:
@@ -347,7 +347,8 @@ def late_attempt_story(late_flow: bool) -> tuple[list[Op], Snapshot]:
     check and is slow to the lock; the order service times out and retries; the retry is
     refused: O answered 409 insufficient_stock 4.3 s after its send. B is cancelled: its 2
     units come back. Then, with `late_flow`, O's first attempt reaches the lock, finds no
-    decision (the rule before issue 28 recorded none) and stock on the shelf, and deducts."""
+    decision (the rule before refusals were recorded left none) and stock on the shelf, and
+    deducts."""
     from datetime import datetime, timedelta
 
     t0 = datetime(2026, 1, 1)
@@ -515,7 +516,7 @@ def test_the_late_attempt_story_is_counted_from_the_history_and_the_databases(
     assert numbers["decided"] == {"refused": 1} and numbers["late_deducted"] == []
 
 
-# --- issue 28: a cancel by key before its order leaves a tombstone ---------------------------
+# --- a cancel by key before its order leaves a tombstone -------------------------------------
 
 
 def tombstone_history(placed_anyway: bool = False) -> list[Op]:

@@ -416,7 +416,7 @@ def test_adjustments_since_the_seed_count_in_the_levels_and_earlier_ones_do_not(
 ) -> None:
     """Seeded 5 (an adjustment of reason set), 3 restocked, 1 damaged, 2 sold: 5 left. An
     adjustment before the seed is the old version's; a restock not counted, or counted twice,
-    is a mismatch (issue 30: the demo restocks, and check called that an oversell's twin)."""
+    is a mismatch (the demo restocks, and check once called that an oversell's twin)."""
     url = make_db(tmp_path / "ledger.db")
     shop = Shop(url)
     shop.adjusted("g1", 7)  # before the seed below: the earlier version's

@@ -101,7 +101,7 @@ def test_help_shows_each_default(capsys: pytest.CaptureFixture[str]) -> None:
     assert "initial stock per goods id (default: 40)" in text
 
 
-# Databases the command cannot use (issue 24): one line naming the problem and the fix, exit 2,
+# Databases the command cannot use: one line naming the problem and the fix, exit 2,
 # nothing started and no database file created, for each way a database can be given.
 DATABASE_MISTAKES = {
     "check --order-db bogus:// --stock-db bogus://": ({}, "--order-db: 'bogus://' is not a"),

@@ -132,7 +132,7 @@ def adjustments(draw: st.DrawFn) -> Request:
     return Request(f"adj-{draw(st.uuids()).hex[:8]}", {goods: 0}, Kind.ADJUST, adjust=change)
 
 
-# Orders, returns and adjustments mixed in one batch (issue 30: all under the same hold).
+# Orders, returns and adjustments mixed in one batch (all served under the same hold).
 requests = st.lists(
     st.one_of(orders_and_returns, orders_and_returns, orders_and_returns, adjustments()),
     max_size=8,
@@ -244,8 +244,8 @@ class BatchesOverTime(RuleBasedStateMachine):
     @rule(goods=st.sampled_from(GOODS), units=st.integers(1, 4))
     def restock(self, goods: str, units: int) -> None:
         """Stock that comes back by other means than a return: an adjustment (a restock),
-        planned as the stock service plans it. A refused flag must stay refused (issue 28: a
-        buyer told no is never sold to)."""
+        planned as the stock service plans it. A refused flag must stay refused (a buyer told
+        no is never sold to)."""
         change = Adjustment(goods, "restock", delta=units)
         request = Request(f"adj-{len(self.flows)}-{units}", {goods: 0}, Kind.ADJUST, adjust=change)
         the_plan, answers = planned([request], self.levels, self.decided)
@@ -446,11 +446,11 @@ def test_each_planted_violation_is_caught(world: World, data: st.DataObject) -> 
 def test_a_refusal_then_a_deduction_after_a_return_is_caught(
     world: World, data: st.DataObject
 ) -> None:
-    """Issue 28's story planted in a valid world: an order told 409 insufficient_stock whose
-    late first attempt deducted once stock came back (a cancel, here). The deduction is real
-    (the level goes down by it, its flow is written), so I1 holds; H2, I3 and I9 must see it,
-    with the decision the rule before issue 28 left (deducted) and with a recorded refusal
-    that a deduction went past (refused)."""
+    """The late attempt after a refusal, planted in a valid world: an order told 409
+    insufficient_stock whose late first attempt deducted once stock came back (a cancel, here).
+    The deduction is real (the level goes down by it, its flow is written), so I1 holds; H2, I3
+    and I9 must see it, with the decision the rule before refusals were recorded left
+    (deducted) and with a recorded refusal that a deduction went past (refused)."""
     snap = world.snap
     fits = [
         o for o in _failed(world) if all(snap.levels[g][0] >= n for g, n in snap.lines[o].items())

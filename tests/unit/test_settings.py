@@ -51,7 +51,7 @@ def test_a_database_lock_on_sqlite_is_refused_and_on_postgresql_accepted() -> No
 
 
 def test_a_reconciler_age_below_one_request_s_budget_is_refused() -> None:
-    """Case 4 of issue 28: a reconciler that takes PENDING orders younger than a request can
+    """A reconciler that takes PENDING orders younger than a request can
     run voids orders whose request is still at work, and loses their sales."""
     with pytest.raises(ValueError, match="RECONCILE_OLDER_THAN"):
         Settings.from_env({"RECONCILE_OLDER_THAN": "0"})

@@ -23,15 +23,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--quick",
         action="store_true",
-        # 6-8 minutes on 2 cores as run in issue 24 (each backend twice, 3 rounds, fresh stacks).
+        # 6-8 minutes on 2 cores, as measured (each backend twice, 3 rounds, fresh stacks).
         help="fewer requests and configurations (about 6-8 minutes on 2 cores)",
     )
     p.add_argument(
         "--order-path",
         action="store_true",
         help="only what an order costs: POST /genOrder next to PUT /reduceStock on the "
-        "ZooKeeper stack, the no-lock baseline and the one-database peer, with issue 29's "
-        "goals met or missed (a few minutes)",
+        "ZooKeeper stack, the no-lock baseline and the one-database peer, with the four "
+        "goals against the peer met or missed (a few minutes)",
     )
     p.add_argument(
         "--auth",
