@@ -16,12 +16,21 @@ def start_service(
 ) -> int:
     argv = gunicorn_argv(module, f"127.0.0.1:{port}", workers, threads)
     # The workers' metrics meet in this folder (shared/metrics.py); gunicorn_hooks wipes it.
-    env = {**env, "PROMETHEUS_MULTIPROC_DIR": str(home / f"metrics-{module}")}
+    env = {
+        **env,
+        "PROMETHEUS_MULTIPROC_DIR": str(home / f"metrics-{module}"),
+        "WORKERS_READY_DIR": str(ready_folder(home, module)),
+    }
     if env.get("LOG_FORMAT", "").strip().lower() == "json":
         config = home / "gunicorn-logging.json"
         config.write_text(json.dumps(gunicorn_json_log_config(env.get("LOG_LEVEL", "INFO"))))
         argv += ["--log-config-json", str(config)]
     return servers.spawn(argv, home / f"{module}.log", home, env)
+
+
+def ready_folder(home: Path, module: str) -> Path:
+    """Where each worker of the service leaves its pid once its app is loaded (gunicorn_hooks)."""
+    return home / f"ready-{module}"
 
 
 def gunicorn_argv(module: str, bind: str, workers: int, threads: int) -> list[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from inventory.local import servers
-from inventory.local.gunicorn import start_service
+from inventory.local.gunicorn import ready_folder, start_service
 from inventory.local.servers import (
     ServerError,
     free_port,
@@ -106,12 +106,23 @@ def start_singletons(
 
 
 def wait_until_the_services_are_healthy(state: StackState, started: dict[str, int]) -> None:
+    """Each service answers /healthz and every one of its workers has loaded its app."""
     home = Path(state.home)
     for name, url in (("stock_service", state.stock_url), ("order_service", state.order_url)):
         pid = started[name]
+        log, alive = home / f"{name}.log", partial(pid_alive, pid)
+        wait_until(partial(healthy, url), 60, name, log, alive=alive)
         wait_until(
-            partial(healthy, url), 60, name, home / f"{name}.log", alive=partial(pid_alive, pid)
+            partial(all_workers_ready, ready_folder(home, name), state.workers),
+            60,
+            f"{name}'s {state.workers} workers",
+            log,
+            alive=alive,
         )
+
+
+def all_workers_ready(folder: Path, workers: int) -> bool:
+    return len(list(folder.glob("*"))) >= workers
 
 
 def healthy(url: str) -> bool:

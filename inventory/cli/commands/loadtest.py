@@ -83,6 +83,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=LOCK_SCOPES,
         help="start a stack of its own for the run with this LOCK_SCOPE",
     )
+    p.add_argument(
+        "--line-up",
+        action="store_true",
+        help="make every two deductions meet after their reads (a fault point, on a stack of "
+        "the run's own: needs --lock): without a lock each pair loses one update, every run",
+    )
     p.add_argument("--report", metavar="DIR", help="write loadtest.json and loadtest.png here")
     p.add_argument(
         "--keep", action="store_true", help="keep the folder of a stack started for the run"
@@ -99,6 +105,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--lines/--items {config.items} is more than --goods {config.goods}")
     if config.id_length is not None and config.id_length < shortest(config.seed, config.goods):
         raise UsageError(f"--id-length {config.id_length}: too short for --goods {config.goods}")
+    if args.line_up and args.lock is None:
+        raise UsageError("--line-up needs --lock: it arms a fault on a stack of the run's own")
     state = stack_state.load_state()
     own_stack = (
         args.lock is not None
@@ -109,25 +117,12 @@ def run(args: argparse.Namespace) -> int:
     if not own_stack:
         assert state is not None
         return loadtest_on(state, config, args)
-    env = {"LOCK_BACKEND": args.lock or "zookeeper", "LOCK_SCOPE": args.scope or "sku"}
-    # Holds expire and unanswered cancels finish by the stack's own elected reconcilers (a
-    # pass every second; holds by their deadline, the rest once older than a request's budget).
-    after_sale = bool(config.cancel_rate or config.pay_within)
-    if after_sale:
-        env.update(RECONCILE_INTERVAL="1")
+    from inventory.loadtest.own_stack import own_stack_env, starting
+
+    env = own_stack_env(config, args.lock, args.scope, args.line_up)
     with homes.temporary_home("loadtest", keep=args.keep, say=console.print) as home:
-        console.print(
-            f"starting a stack for this run (lock {env['LOCK_BACKEND']}/{env['LOCK_SCOPE']}) ..."
-        )
         try:
-            # Two relays, as `inventory up` starts: the run's stock events are checked (I10).
-            state = stack.up(
-                home=home,
-                extra_env=env,
-                say=console.print,
-                reconcilers=2 if after_sale else 0,
-                relays=2,
-            )
+            state = starting(home, env, config, console.print)
         except stack.SettingsError as exc:
             raise UsageError(str(exc)) from exc
         try:
