@@ -87,9 +87,11 @@ def _private(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def _listen(port: int, secrets: Secrets) -> str:
-    """The port, plain or TLS only (inventory/cluster/tls.py)."""
-    return tls.redis_server_lines(secrets.tls_ca, port) if secrets.tls_ca else f"port {port}\n"
+def _listen(port: int, secrets: Secrets, stem: str = tls.REDIS_STEM) -> str:
+    """The port, plain or TLS only with `stem`'s certificate (inventory/cluster/tls.py)."""
+    if not secrets.tls_ca:
+        return f"port {port}\n"
+    return tls.redis_server_lines(secrets.tls_ca, port, stem)
 
 
 def server_config(node: Host, folder: Path, secrets: Secrets) -> Path:
@@ -120,7 +122,8 @@ def sentinel_config(node: Host, folder: Path, secrets: Secrets) -> Path:
     path = folder / "sentinel.conf"
     _private(
         path,
-        f"bind {node.address}\n{_listen(topology.SENTINEL_PORT, secrets)}protected-mode no\n"
+        f"bind {node.address}\n{_listen(topology.SENTINEL_PORT, secrets, tls.SENTINEL_STEM)}"
+        "protected-mode no\n"
         f"dir {folder}\n"
         # Clients (the services, the operator) authenticate to the sentinels too, and the
         # sentinels to each other with the same password.

@@ -12,7 +12,17 @@ database host's place, cannot present it. pg_hba's `hostssl` lines refuse a logi
 Redis (redis_ha.py): the servers and the sentinels listen with TLS only (`port 0`,
 `tls-port`), replicate and talk to each other over TLS, and every client (the services through
 Sentinel, `rediss+sentinel://`, the operator's checks) verifies the certificate against the
-CA.
+CA and the address it dialled.
+
+Names, not just the chain: every client checks that the certificate names the address it
+dialled (libpq's verify-full, redis-py's ssl_check_hostname, kazoo's check_hostname, Patroni's
+kazoo through patroni_digest.py). A chain check alone would let any host holding a certificate
+of this CA stand in for any server. So each certificate names only the hosts of its role, as
+they are reached: the Redis nodes theirs, the sentinels theirs (on the ZooKeeper hosts, a
+certificate apart: the Redis nodes' must not name the ensemble's addresses), the ensemble its
+members', the database hosts theirs and the shared address. A host of one role cannot pass for
+another's (the chaos run's impostor tries, inventory/chaos/intruder/impostor.py); the members
+of one role share theirs, and can pass for each other.
 
 ZooKeeper (zookeeper_server_lines): a secure client port only (Netty), the plain one closed, and
 quorum TLS between the members (each presents the ensemble's certificate to the others and
@@ -37,6 +47,7 @@ CERT, KEY = "server.crt", "server.key"
 DAYS = "30"  # a cluster of a session; a deployment renews from its own CA
 EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
 REDIS_STEM = "redis"
+SENTINEL_STEM = "sentinel"
 ZK_STEM = "zookeeper"
 ZK_KEYSTORE = "zookeeper.pem"  # the key (PKCS#8) and the certificate in one file
 # What the Netty connection factory needs besides what zookeeper.jar's manifest lists
@@ -101,11 +112,11 @@ def make_for_postgres(home: Path) -> Path:
 
 
 def make_for_redis(home: Path) -> Path:
-    """One certificate for Redis and its sentinels (redis.crt, redis.key): the Redis hosts and
-    the sentinels' hosts, each checked by its clients and by the others (replication, the
-    sentinels' own links)."""
-    names = [h.address for h in topology.by_role("redis")] + [h.address for h in topology.SENTINELS]
-    return make_server(home, REDIS_STEM, names)
+    """The Redis nodes' certificate (redis.crt, redis.key), naming the Redis hosts only, and
+    the sentinels' (sentinel.crt, sentinel.key), naming the sentinels' hosts only: a Redis host
+    holds no certificate for the ZooKeeper hosts' addresses, where the sentinels run."""
+    make_server(home, REDIS_STEM, [h.address for h in topology.by_role("redis")])
+    return make_server(home, SENTINEL_STEM, [h.address for h in topology.SENTINELS])
 
 
 def make_for_zookeeper(home: Path) -> Path:
@@ -146,8 +157,9 @@ def zookeeper_server_lines(ca: str, port: int) -> str:
 
 
 def kazoo_kwargs(ca: str) -> dict[str, object]:
-    """What a kazoo client adds: TLS, the ensemble checked against the CA ({} without)."""
-    return {"use_ssl": True, "verify_certs": True, "ca": ca} if ca else {}
+    """What a kazoo client adds: TLS, the ensemble checked against the CA and the address
+    dialled ({} without). kazoo checks no name unless told (check_hostname is off by default)."""
+    return {"use_ssl": True, "verify_certs": True, "check_hostname": True, "ca": ca} if ca else {}
 
 
 def zk_context(ca: str) -> ssl.SSLContext:
@@ -163,23 +175,33 @@ def cluster_ca() -> str:
     return str(ca) if ca.is_file() else ""
 
 
-def redis_server_lines(ca: str, port: int) -> str:
-    """Redis's or a sentinel's TLS settings: TLS only (the plain port off), clients not asked
-    for a certificate (they log in with their ACL user), replication and the sentinels' links
-    over TLS too."""
+def redis_server_lines(ca: str, port: int, stem: str = REDIS_STEM) -> str:
+    """Redis's or a sentinel's TLS settings (`stem`: whose certificate, REDIS_STEM or
+    SENTINEL_STEM): TLS only (the plain port off), clients not asked for a certificate (they
+    log in with their ACL user), replication and the sentinels' links over TLS too. Redis's
+    own outgoing links (a replica to its primary, a sentinel to the nodes and to the other
+    sentinels) check the chain against the CA but no name: Redis 7.0 has no setting for it."""
     folder = Path(ca).parent
     return (
         f"port 0\ntls-port {port}\n"
-        f"tls-cert-file {folder / (REDIS_STEM + '.crt')}\n"
-        f"tls-key-file {folder / (REDIS_STEM + '.key')}\n"
+        f"tls-cert-file {folder / (stem + '.crt')}\n"
+        f"tls-key-file {folder / (stem + '.key')}\n"
         f"tls-ca-cert-file {ca}\n"
         "tls-auth-clients no\ntls-replication yes\n"
     )
 
 
 def redis_client_kwargs(ca: str) -> dict[str, object]:
-    """What a redis-py client adds: TLS, the server checked against the CA ({} without TLS)."""
-    return {"ssl": True, "ssl_ca_certs": ca, "ssl_cert_reqs": "required"} if ca else {}
+    """What a redis-py client adds: TLS, the server checked against the CA and the address
+    dialled ({} without TLS; said rather than left to redis-py's default)."""
+    if not ca:
+        return {}
+    return {
+        "ssl": True,
+        "ssl_ca_certs": ca,
+        "ssl_cert_reqs": "required",
+        "ssl_check_hostname": True,
+    }
 
 
 def install_server_files(home: Path, into: Path) -> None:

@@ -67,9 +67,13 @@ class ZooKeeperTLS:
     keyfile: str | None = None
 
     def kazoo_options(self) -> dict[str, Any]:
+        # check_hostname: the certificate must name the address dialled, not merely chain to
+        # the CA (kazoo's default is off), or any holder of a certificate of that CA could
+        # stand in for the ensemble.
         return {
             "use_ssl": True,
             "verify_certs": True,
+            "check_hostname": True,
             "ca": self.ca,
             "certfile": self.certfile,
             "keyfile": self.keyfile,

@@ -5,7 +5,10 @@
   sentinels, PostgreSQL (as every role and the superuser), the stock service's admin and
   service routes (on_*.py);
 - `order-replica`, from an order host with the order service's own credentials, as if one of
-  its replicas were taken over: whatever lies beyond what the order service needs.
+  its replicas were taken over: whatever lies beyond what the order service needs;
+- `impostor` (with TLS), from the intruder host with a valid certificate of the cluster's CA
+  for its own address, standing in for every TLS server: each client must refuse the name
+  (impostor.py).
 
 Every attempt must be refused; `verdict` makes one that was not a violation of the run.
 """
@@ -17,20 +20,37 @@ import os
 import subprocess
 import sys
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from inventory.chaos.verdict import VALID, VIOLATED, Verdict
-from inventory.cluster import netns, topology
+from inventory.cluster import netns, tls, topology
 from inventory.cluster.deploy import ClusterState
 
-RUNS = {"stranger": "intruder", "order-replica": "order1"}  # who -> from which host
+RUNS = {"stranger": "intruder", "order-replica": "order1", "impostor": "intruder"}  # from
+
+
+def _impostor_env(state: ClusterState) -> dict[str, str]:
+    """A certificate the cluster's CA signs for the intruder host's own address (made by the
+    operator, as a host of the cluster would be given one), and the CA the clients check."""
+    me = topology.host("intruder").address
+    folder = tls.make_server(Path(state.home), "impostor", [me])
+    return {
+        "INVENTORY_IMPOSTOR_CA": state.secrets.tls_ca,
+        "INVENTORY_IMPOSTOR_CERT": str(folder / "impostor.crt"),
+        "INVENTORY_IMPOSTOR_KEY": str(folder / "impostor.key"),
+    }
 
 
 def break_in(state: ClusterState) -> list[dict[str, Any]]:
-    """Both runs; every attempt with who made it."""
+    """Every run (the impostor's with TLS only); every attempt with who made it."""
     found = []
     for who, host in RUNS.items():
+        if who == "impostor" and not state.secrets.tls_ca:
+            continue
         credentials = state.secrets.env_for("order") if who == "order-replica" else {}
+        if who == "impostor":
+            credentials = _impostor_env(state)
         tls_flag = {"INVENTORY_INTRUDER_TLS": "1"} if state.secrets.tls_ca else {}
         argv = netns.in_host(
             topology.host(host).namespace, [sys.executable, "-m", "inventory.chaos.intruder", who]

@@ -19,6 +19,11 @@ from inventory.chaos.intruder.on_zookeeper import zookeeper_attempts
 
 def main() -> None:
     kind = sys.argv[1] if len(sys.argv) > 1 else "stranger"
+    if kind == "impostor":  # a valid certificate of the cluster's CA, for another name
+        from inventory.chaos.intruder.impostor import main as impostor
+
+        impostor()
+        return
     if kind == "stranger":
         attempts = zookeeper_attempts() + redis_attempts() + postgres_attempts() + http_attempts()
     else:  # order-replica: the order service's credentials, from its environment
