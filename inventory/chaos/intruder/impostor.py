@@ -160,7 +160,8 @@ def _redis(ca: str, address: str, port: int, sentinel: bool) -> object:
         manager = make_redis(url).connection_pool.sentinel_manager  # type: ignore[attr-defined]
         pool = manager.sentinels[0].connection_pool
     connection = pool.make_connection()
-    connection.retry = Retry(NoBackoff(), 0)  # one handshake is the finding
+    # One handshake is the finding: redis-py's retries would repeat it for seconds.
+    connection.retry = Retry(NoBackoff(), 0)  # type: ignore[attr-defined]
     connection.connect()
     connection.disconnect()
     return "connected"
