@@ -12,7 +12,7 @@ ACTIONS: dict[str, str] = {
     "read the level, the row's fence and the decided flags": (
         "stock_service.store.StockStore.read_batch"
     ),
-    "plan: decide each request against the running level": "stock_service.batch.plan",
+    "plan: decide each request against the running level": "stock_service.core.plan.plan",
     "fence compare-and-set on the stock row": "stock_service.store.StockWrite.set_level_fenced",
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.decide._write_levels"
@@ -36,7 +36,7 @@ ACTIONS: dict[str, str] = {
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
         "stock_service.store.StockWrite.add_decisions"
     ),
-    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.batch.plan",
+    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.core.plan.plan",
     "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
         "order_service.cancellation.Cancellation.cancel"
     ),
@@ -56,7 +56,7 @@ ACTIONS: dict[str, str] = {
         "stock_service.deduction.StockDeduction.adjust"
     ),
     "plan an adjustment: a count stale unless the level is the one expected": (
-        "stock_service.batch._adjust"
+        "stock_service.core.plan._adjust"
     ),
     "write the adjustment's ledger row": "stock_service.store.StockWrite.add_adjustments",
     "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
@@ -87,6 +87,6 @@ ACTIONS: dict[str, str] = {
         "order_service.cancellation.Cancellation.return_stock"
     ),
     "a return's decision read under the lock: returned before, the same answer": (
-        "stock_service.batch.plan"
+        "stock_service.core.plan.plan"
     ),
 }

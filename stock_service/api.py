@@ -16,7 +16,7 @@ from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable, merge_lines
 from stock_service.answers import flag_result, flow_json, shortfalls_json
-from stock_service.batch import Adjustment
+from stock_service.core.plan import Adjustment
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
 from stock_service.schemas import (

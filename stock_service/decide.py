@@ -1,8 +1,8 @@
 """Under the lock: the read-check-write of one hold, for every request of its batch.
 
-    read the levels and the decided flags -> plan (stock_service/batch.py) -> one write
-    transaction: the fenced levels, the flows and the decisions of the deducted requests ->
-    check the lease -> commit
+    read the levels and the decided flags -> every answer and every row, from the pure core
+    (stock_service/core/: batch_writes) -> one write transaction: the fenced levels, the
+    flows, the decisions, the returns, the adjustments, the events -> check the lease -> commit
 
 Fencing with one commit per hold. Each held name has a token that only grows. The write of a
 level is a compare-and-set: `SET num = new, fence = token WHERE fence = <the fence this holder
@@ -46,10 +46,10 @@ from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
 from shared.locks import Lease, LockLost
 from shared.metrics import FENCING_REFUSALS
-from stock_service.batch import Decision, Outcome, Plan, Request, plan
-from stock_service.entries import ledger_rows, outbox_rows
+from stock_service.core import BatchState, BatchWrites, Decision, Plan, Request, batch_writes
+from stock_service.core.unfenced import renumber
+from stock_service.core.writes import attach_flows
 from stock_service.store import BatchRead, StockStore, StockWrite
-from stock_service.unfenced import renumber
 
 log = logging.getLogger(__name__)
 
@@ -81,43 +81,14 @@ def decide_batch(
     # marks one more request decided.
     for _attempt in range(len(requests) + 3):
         read = store.read_batch(sorted(tokens), [r.flag for r in requests])
-        levels = {g: int(row.num) for g, row in read.rows.items()}
-        seqs = {g: int(row.ledger_seq) for g, row in read.rows.items()}
-        seeds = {g: int(row.seed_version) for g, row in read.rows.items()}
-        the_plan = plan(list(requests), levels, read.decided, seqs, read.held, seeds, max_level)
+        writes = batch_writes(requests, _state(read), tokens if fenced else {}, events, max_level)
         faults.fire("stop_after_read")
         faults.fire("pair_after_read")
-        if not the_plan.writes:
-            return the_plan.decisions
-        flows, returns, adjustments = ledger_rows(the_plan, requests, tokens if fenced else {})
-        thresholds = {g: row.low_stock for g, row in read.rows.items()}
-        outbox = outbox_rows(the_plan.entries, requests, levels, thresholds) if events else []
+        if not writes.plan.writes:
+            return writes.decisions
         try:
             with store.writing() as write:
-                # First, so that this transaction takes a flag's decision row before its stock
-                # row, as a hold's release does (store.release_hold): the two never deadlock.
-                # The held count the return moves is the one it read: a release committed
-                # since makes this compare-and-set fail, and the batch reads again.
-                returning = [r.flag for r in the_plan.returning(requests)]
-                if not write.mark_returned(returning, read.held):
-                    raise _Overtaken("a flag was returned or released by another writer")
-                moved = _write_levels(write, the_plan, read, tokens if fenced else None)
-                if moved:  # the unfenced baseline: its lines take the seqs the database gave
-                    renumber(moved, the_plan.decisions, flows, returns, adjustments, outbox)
-                write.add_flows(flows)
-                deducted = the_plan.deducted(requests)
-                write.add_decisions(
-                    [r.flag for r in deducted], Decided.DEDUCTED, held=[r.hold for r in deducted]
-                )
-                refused = the_plan.refusing(requests)
-                write.add_decisions(
-                    [r.flag for r, _ in refused],
-                    Decided.REFUSED,
-                    [_refusal(d) for _, d in refused],
-                )
-                write.add_returns(returns)
-                write.add_adjustments(adjustments)
-                write.add_outbox(outbox)
+                _apply(write, writes, read, tokens if fenced else None)
                 faults.fire("kill_in_transaction")
                 # The last moment to find out the lock is gone: after this the commit is ours.
                 if fencing:
@@ -128,10 +99,7 @@ def decide_batch(
         except IntegrityError:
             log.info("a flag was decided since the read (the unique key found it): re-reading")
             continue
-        _attach_flows(requests, the_plan.decisions, flows, write.stamp)
-        for decision in the_plan.decisions:
-            decision.committed_at = write.stamp
-        return the_plan.decisions
+        return attach_flows(requests, writes, write.stamp)
     raise LockLost("the batch was overtaken on every attempt; nothing was written")
 
 
@@ -139,7 +107,7 @@ def _write_levels(
     write: StockWrite, the_plan: Plan, read: BatchRead, tokens: dict[str, int | None] | None
 ) -> dict[str, int]:
     """The levels, fenced (a compare-and-set on the row as read), or with `tokens` None the
-    unfenced baseline (see stock_service/unfenced.py); for the latter, how far the database
+    unfenced baseline (see stock_service/core/unfenced.py); for the latter, how far the database
     moved each goods id's ledger seqs from the ones planned."""
     moved: dict[str, int] = {}
     for goods_id in sorted(the_plan.changed | the_plan.created):
@@ -191,22 +159,39 @@ def _write_levels(
     return moved
 
 
-def _attach_flows(
-    requests: Sequence[Request],
-    decisions: list[Decision],
-    flows: list[dict[str, object]],
-    stamp: object,
+def _state(read: BatchRead) -> BatchState:
+    rows = read.rows
+    return BatchState(
+        levels={g: int(row.num) for g, row in rows.items()},
+        seqs={g: int(row.ledger_seq) for g, row in rows.items()},
+        seeds={g: int(row.seed_version) for g, row in rows.items()},
+        thresholds={g: row.low_stock for g, row in rows.items()},
+        decided=read.decided,
+        held=read.held,
+    )
+
+
+def _apply(
+    write: StockWrite, writes: BatchWrites, read: BatchRead, tokens: dict[str, int | None] | None
 ) -> None:
-    """Each deducted request's committed rows, on its decision, for its answer."""
-    by_flag: dict[object, list[dict[str, object]]] = {}
-    for flow in flows:
-        by_flag.setdefault(flow["flag"], []).append({**flow, "created_at": stamp})
-    for request, decision in zip(requests, decisions, strict=True):
-        if decision.outcome is Outcome.DEDUCTED:
-            decision.flows = by_flag.get(request.flag, [])
-
-
-def _refusal(decision: Decision) -> str:
-    """Why a flag was refused, for its decision row: each short line, wanted and had."""
-    short = ", ".join(f"{s.goods_id} {s.requested}>{s.available}" for s in decision.shortfalls)
-    return f"insufficient: {short}"
+    """The batch's writes, in one transaction. The returns' decisions first, so that this
+    transaction takes a flag's decision row before its stock row, as a hold's release does
+    (store.release_hold): the two never deadlock. The held count a return moves is the one it
+    read: a release committed since makes that compare-and-set fail, and the batch reads again."""
+    if not write.mark_returned(writes.returning, read.held):
+        raise _Overtaken("a flag was returned or released by another writer")
+    moved = _write_levels(write, writes.plan, read, tokens)
+    if moved:  # the unfenced baseline: its lines take the seqs the database gave
+        rows = (writes.flows, writes.returns, writes.adjustments, writes.outbox)
+        renumber(moved, writes.decisions, *rows)
+    write.add_flows(writes.flows)
+    deducted = writes.deducted
+    write.add_decisions(
+        [r.flag for r in deducted], Decided.DEDUCTED, held=[r.hold for r in deducted]
+    )
+    write.add_decisions(
+        [flag for flag, _ in writes.refused], Decided.REFUSED, [why for _, why in writes.refused]
+    )
+    write.add_returns(writes.returns)
+    write.add_adjustments(writes.adjustments)
+    write.add_outbox(writes.outbox)

@@ -43,7 +43,7 @@ from shared.ids import new_id
 from shared.locks import LockBackend
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
-from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall
+from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
 from stock_service.holds import Answer, BatchRunner, Hold, LockPolicy
 from stock_service.store import StockStore
 

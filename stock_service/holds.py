@@ -25,7 +25,7 @@ from shared.faults import NO_FAULTS, Faults
 from shared.locks import Lease, LockBackend, LockLost, LockTimeout, LockUnavailable, lock_names
 from shared.locks.base import Claim
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
-from stock_service.batch import Decision, Request
+from stock_service.core.plan import Decision, Request
 from stock_service.decide import decide_batch
 from stock_service.store import StockStore
 

@@ -13,7 +13,7 @@ from shared.api_app import answers
 from shared.contract import Outcome
 from shared.http_errors import ApiError
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
-from stock_service.batch import REASONS, Adjustment
+from stock_service.core.plan import REASONS, Adjustment
 from stock_service.deps import StockDeps
 from stock_service.ledger_schemas import (
     REASON_TEXT,

@@ -8,7 +8,7 @@ from typing import Annotated, Literal, Self
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from shared.schemas import WHOLE, Answer, ErrorBody, Strict, text
-from stock_service.batch import REASONS
+from stock_service.core.plan import REASONS
 
 REASON_TEXT = ", ".join(REASONS)
 

@@ -1,7 +1,7 @@
-"""Reading the outbox of stock events (stock_outbox, written in the commits that move the levels:
-stock_service/entries.py): the rows the relay has not sent yet, and a page of rows after an id
-for a consumer catching up (GET /stock-events). One shape for an event wherever it is read: the
-stream entry's (every value a string; the schema is ledger_schemas.py's StockEvent).
+"""Reading the outbox of stock events (stock_outbox, written in the commits that move the
+levels: stock_service/core/ledger_lines.py): the rows the relay has not sent yet, and a page of
+rows after an id for a consumer catching up (GET /stock-events). One shape for an event wherever
+it is read: the stream entry's (every value a string; the schema is ledger_schemas.py's StockEvent).
 
 Rows are never deleted: the outbox keeps every event since it began, so a consumer can fetch
 from the stock database whatever the stream lost (a Redis restarted without its data, a stream

@@ -2,7 +2,7 @@
 many standby (shared/election.py, as the reconciler), configured by its environment alone.
 
 The leader publishes the outbox rows not sent yet (stock_outbox, written in the commits that
-moved the levels: stock_service/entries.py), in id order, to the Redis Stream
+moved the levels: stock_service/core/ledger_lines.py), in id order, to the Redis Stream
 STOCK_EVENTS_STREAM (one XADD each, capped near STOCK_EVENTS_MAXLEN entries, in one pipeline),
 then marks them sent. Delivery is at least once: a relay that dies or is deposed between the
 XADDs and the mark sends them again (after a failover, its successor does). Per goods id the

@@ -14,7 +14,7 @@ import pytest
 import sqlalchemy as sa
 
 from shared.settings import Settings
-from stock_service.batch import Adjustment
+from stock_service.core.plan import Adjustment
 from stock_service.deduction import LANE
 from stock_service.tables import stock_flow
 from tests.conftest import ADMIN, unique

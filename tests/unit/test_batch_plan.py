@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from stock_service.batch import Adjustment, Decision, Kind, Outcome, Request, Shortfall, plan
+from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall, plan
 
 
 def test_requests_are_decided_in_arrival_order_against_the_running_levels() -> None:

@@ -1,6 +1,6 @@
 """Property-based tests (Hypothesis).
 
-1. The combiner's `plan` (stock_service/batch.py) against a plain serial reference written here
+1. The combiner's `plan` (stock_service/core/plan.py) against a plain serial reference written here
    from its documented semantics: whatever the mix and the arrival order, a batch gets exactly
    the answers and levels of its requests applied one at a time in that order; and a run of
    batches (a stateful machine) stays equal to the serial reference.
@@ -25,7 +25,7 @@ from inventory.chaos.history_checks import (
 )
 from inventory.chaos.verdict import VALID, VIOLATED
 from inventory.check import REFUSED, Snapshot, check_invariants
-from stock_service.batch import Adjustment, Kind, Outcome, Plan, Request, plan
+from stock_service.core.plan import Adjustment, Kind, Outcome, Plan, Request, plan
 
 GOODS = ["g0", "g1", "g2"]
 FLAGS = [f"f{i}" for i in range(6)]
@@ -40,7 +40,7 @@ Answer = tuple[Outcome, list[tuple[str, int, int]], int | None]
 
 @dataclass
 class Serial:
-    """One request at a time, from batch.py's docstring, with no batching anywhere."""
+    """One request at a time, from stock_service/core/plan.py's docstring, with no batching anywhere."""
 
     levels: dict[str, int]
     # flag -> deducted | refused | voided | returned

@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from inventory.check.events import OutboxRow, check_events
-from stock_service.entries import crossings
+from stock_service.core.ledger_lines import crossings
 
 FAST = settings(max_examples=150, deadline=None)
 Stream = list[tuple[str, dict[str, str]]]
@@ -31,7 +31,7 @@ class History:
 def histories(draw: st.DrawFn) -> History:
     """A ledger of 1-3 goods ids (each first seeded: an adjustment of reason set from nothing),
     their entries interleaved as commits of different goods ids are, the outbox rows they
-    write (each entry and each threshold it crosses, as stock_service/entries.py does), and
+    write (each entry and each threshold it crosses, as stock_service/core/ledger_lines.py does), and
     the stream a relay makes of them: pages in id order, a page sometimes sent twice (a relay
     that died before marking it sent)."""
     goods = [f"g{i}" for i in range(draw(st.integers(1, 3)))]

@@ -265,3 +265,25 @@ def test_the_ticket_pattern_finds_a_ticket_and_not_its_own_source() -> None:
     assert TICKET.search("issue" + "s 19-24")
     assert not TICKET.search("medusa #14987, a tissue 3 cm")
     assert not TICKET.search(Path(__file__).read_text())
+
+
+# The stock service's decision is pure: what a batch answers and writes, computed from what its
+# hold read, with no I/O, so the property tests and the model reach it without a database.
+CORE = ROOT / "stock_service" / "core"
+IO_LIBRARIES = ("sqlalchemy", "redis", "kazoo", "flask", "apiflask", "httpx", "psycopg", "pymysql")
+
+
+@pytest.mark.parametrize("path", sorted(CORE.glob("*.py")), ids=lambda p: p.name)
+def test_the_decision_core_imports_nothing_that_does_io(path: Path) -> None:
+    tree = ast.parse(path.read_text())
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module.split(".")[0])
+            if node.module.startswith("stock_service."):
+                assert node.module.startswith("stock_service.core"), (path, node.module)
+            if node.module.startswith("shared."):
+                assert node.module in ("shared.contract", "shared.ids"), (path, node.module)
+    assert not found & set(IO_LIBRARIES), (path, sorted(found & set(IO_LIBRARIES)))

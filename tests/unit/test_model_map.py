@@ -50,10 +50,10 @@ def test_the_map_covers_the_guards_the_model_removes() -> None:
         "stock_service.deduction.StockDeduction.cancel",  # the stock side of a return
         "order_service.cancellation.Cancellation.cancel",  # the order side of a cancel
         "stock_service.deduction.StockDeduction.adjust",  # ADJUST_UNFENCED: to the lock
-        "stock_service.batch._adjust",  # CAS_IGNORES_EXPECTED
+        "stock_service.core.plan._adjust",  # CAS_IGNORES_EXPECTED
         "order_service.cancellation.Cancellation.expire",  # EXPIRY_NO_STATUS_CAS
         "order_service.store.OrderWrite.compare_and_set",  # EXPIRY_NO_STATUS_CAS
         "order_service.reconcile.DeductAgain.settle",  # PASS_NEW_FLAG, RECONCILER_NEW_FLAG
-        "stock_service.batch.plan",  # RETURN_NOT_ONCE (with mark_returned)
+        "stock_service.core.plan.plan",  # RETURN_NOT_ONCE (with mark_returned)
     ):
         assert guard in paths

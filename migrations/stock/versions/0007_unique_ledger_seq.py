@@ -2,7 +2,7 @@
 stock_adjustment already is
 
 The fenced write keeps them unique by its compare-and-set on the row's seq; the unfenced
-baseline (stock_service/unfenced.py) takes its seqs from the database. With the constraint a
+baseline (stock_service/core/unfenced.py) takes its seqs from the database. With the constraint a
 duplicate can only fail, never be written. Lines from before the ledger have no seq (NULL),
 which a unique index allows many of. A database that an older unfenced run left with two lines
 at one seq fails this migration: find them with

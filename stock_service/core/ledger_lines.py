@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.ids import new_id
-from stock_service.batch import Entry, Plan, Request
+from stock_service.core.plan import Entry, Plan, Request
 
 EVENT_KINDS = (
     "deducted",

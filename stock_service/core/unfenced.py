@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from stock_service.batch import Decision
+from stock_service.core.plan import Decision
 
 
 def renumber(

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from shared.contract import AS_DEDUCTION, Decided, Outcome
-from stock_service.batch_model import (
+from stock_service.core.model import (
     REASONS,
     Adjustment,
     Decision,

@@ -1,6 +1,6 @@
 """What a batch of the stock service is made of, as plain values: a request (a deduction, a
 return, an adjustment), the decision each gets, its shortfalls and its ledger lines. The plan
-that decides them is stock_service/batch.py."""
+that decides them is stock_service/core/plan.py."""
 
 from __future__ import annotations
 

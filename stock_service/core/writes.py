@@ -1,0 +1,95 @@
+"""A batch's writes, planned from what its hold read: the plan of every answer (plan.py), and
+every row one transaction writes for it, in the order decide.py applies them:
+
+    the returns' decisions moved to returned (on the held flag they were read with)
+    the levels (each goods id's new level, its last seq, the change of its held units, a seed)
+    the flows, the deducted and refused decisions, the returns, the adjustments, the events
+
+Pure: decide.py reads the state, calls `batch_writes`, and applies the result; the property
+tests and the model's table name these functions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from stock_service.core.ledger_lines import ledger_rows, outbox_rows
+from stock_service.core.model import Decision, Request
+from stock_service.core.plan import Outcome, Plan, plan
+
+
+@dataclass(frozen=True)
+class BatchState:
+    """What a hold read: per goods id its level, last ledger seq, seed version and low-stock
+    threshold; the flags already decided (flag -> decision) and those whose units are held."""
+
+    levels: Mapping[str, int]
+    seqs: Mapping[str, int]
+    seeds: Mapping[str, int]
+    thresholds: Mapping[str, int | None] = field(default_factory=dict)
+    decided: Mapping[str, str] = field(default_factory=dict)
+    held: frozenset[str] = frozenset()
+
+
+@dataclass
+class BatchWrites:
+    plan: Plan
+    flows: list[dict[str, Any]]
+    returns: list[dict[str, Any]]
+    adjustments: list[dict[str, Any]]
+    outbox: list[dict[str, Any]]
+    deducted: list[Request]  # their decisions: deducted (held when a hold's)
+    refused: list[tuple[str, str]]  # (flag, why): their decisions: refused
+    returning: list[str]  # deducted flags whose stock comes back now
+
+    @property
+    def decisions(self) -> list[Decision]:
+        return self.plan.decisions
+
+
+def batch_writes(
+    requests: Sequence[Request],
+    state: BatchState,
+    tokens: Mapping[str, int | None],
+    events: bool = True,
+    max_level: int | None = None,
+) -> BatchWrites:
+    """Every answer and every row of the batch. `tokens`: each goods id's fencing token for
+    the rows (empty: unfenced); `events`: the stock events of its lines; `max_level`: the
+    highest level an adjustment may leave."""
+    batch = list(requests)
+    the_plan = plan(
+        batch, state.levels, state.decided, state.seqs, state.held, state.seeds, max_level
+    )
+    flows, returns, adjustments = ledger_rows(the_plan, batch, tokens)
+    outbox = outbox_rows(the_plan.entries, batch, state.levels, state.thresholds) if events else []
+    return BatchWrites(
+        the_plan,
+        flows,
+        returns,
+        adjustments,
+        outbox,
+        the_plan.deducted(batch),
+        [(r.flag, refusal(d)) for r, d in the_plan.refusing(batch)],
+        [r.flag for r in the_plan.returning(batch)],
+    )
+
+
+def refusal(decision: Decision) -> str:
+    """Why a flag was refused, for its decision row: each short line, wanted and had."""
+    short = ", ".join(f"{s.goods_id} {s.requested}>{s.available}" for s in decision.shortfalls)
+    return f"insufficient: {short}"
+
+
+def attach_flows(requests: Sequence[Request], writes: BatchWrites, stamp: object) -> list[Decision]:
+    """Each decision stamped with its commit's time, and each deducted request's committed
+    rows on its decision, for its answer."""
+    by_flag: dict[object, list[dict[str, object]]] = {}
+    for flow in writes.flows:
+        by_flag.setdefault(flow["flag"], []).append({**flow, "created_at": stamp})
+    for request, decision in zip(requests, writes.decisions, strict=True):
+        decision.committed_at = stamp
+        if decision.outcome is Outcome.DEDUCTED:
+            decision.flows = by_flag.get(request.flag, [])
+    return writes.decisions
