@@ -39,10 +39,11 @@ def intent(rng: random.Random, cancel_share: float, hold_share: float) -> str:
 
 
 def scarce_intent(rng: random.Random) -> str:
-    """Under SCARCE demand (workload.py) nearly every unit placed comes back: half the orders
-    are holds left to expire, four in ten are cancelled once placed, one in ten is paid."""
-    roll = rng.random()
-    return "expire" if roll < 0.5 else "cancel" if roll < 0.9 else "pay"
+    """Under SCARCE demand (workload.py) no unit placed comes back: eight orders in ten are
+    plain, two in ten holds that are paid. Stock comes back to the scarce goods only when the
+    nemesis restocks them (slow_attempts.py): a hold expiring or a cancel would refill a shelf
+    it has just emptied, and let a retry that had to be refused through."""
+    return "none" if rng.random() < 0.8 else "pay"
 
 
 def order_body(key: str, lines: dict[str, int], intent: str) -> bytes:

@@ -23,10 +23,10 @@ from sqlalchemy import Engine, select
 
 from inventory.chaos.history import FAIL, Op
 from inventory.chaos.slow_attempts import CALL_TIMEOUT, DELAY
-from inventory.chaos.verdict import COUNTED, Verdict
+from inventory.chaos.verdict import COUNTED, UNKNOWN, Verdict
 from order_service.model import HOLD_EXPIRED
 from order_service.tables import orders
-from stock_service.tables import flag_decision, stock_flow, stock_return
+from stock_service.tables import flag_decision, stock_adjustment, stock_flow, stock_return
 
 
 def _first_sends(ops: Sequence[Op]) -> dict[str, Op]:
@@ -57,17 +57,31 @@ def refused_while_held(
     return found
 
 
+Dated = dict[str, list[tuple[datetime, int]]]  # goods id -> (when, units)
+
+
 def level_at(
     goods: str,
     at: datetime,
     initial: dict[str, int],
-    flows: dict[str, list[tuple[datetime, int]]],
-    returns: dict[str, list[tuple[datetime, int]]],
+    flows: Dated,
+    returns: Dated,
+    adjusted: Dated | None = None,
 ) -> int:
-    """The level of `goods` at `at`: seeded, less the flows, plus the returns, written by then."""
+    """The level of `goods` at `at`: seeded, less the flows, plus the returns and the
+    adjustments after the seed (the story's emptying and restocking, by their deltas), written
+    by then."""
     taken = sum(n for t, n in flows.get(goods, []) if t <= at)
     back = sum(n for t, n in returns.get(goods, []) if t <= at)
-    return initial[goods] - taken + back
+    moved = sum(n for t, n in (adjusted or {}).get(goods, []) if t <= at)
+    return initial[goods] - taken + back + moved
+
+
+def exercised(numbers: dict[str, Any]) -> str:
+    """The LA verdict of a window: counted when at least one late attempt reached the lock with
+    its stock back on the shelf after its order was refused (I9 was put to the test, and judged
+    by I9, H2 and I3); unknown when none did: the run could not exercise I9 and says so."""
+    return COUNTED if numbers["back_on_shelf"] else UNKNOWN
 
 
 def _rows(engine: Engine, table: Any, goods: Sequence[str]) -> dict[str, list[tuple[Any, ...]]]:
@@ -106,6 +120,16 @@ def count_story(
     return_rows = _rows(stock_engine, stock_return, goods)
     flows = {g: [(t, n) for t, n, _ in rows] for g, rows in flow_rows.items()}
     returns = {g: [(t, n) for t, n, _ in rows] for g, rows in return_rows.items()}
+    adjusted: Dated = {}
+    with stock_engine.connect() as conn:
+        for r in conn.execute(
+            select(
+                stock_adjustment.c.goods_id, stock_adjustment.c.created_at, stock_adjustment.c.delta
+            ).where(
+                stock_adjustment.c.goods_id.in_(goods), stock_adjustment.c.created_at >= wall(start)
+            )
+        ):
+            adjusted.setdefault(r.goods_id, []).append((r.created_at, int(r.delta)))
     # Returns while the fault held and its last held attempts slept.
     until = wall(heal + DELAY)
     window = [
@@ -139,10 +163,19 @@ def count_story(
     for order_id, first in refused.items():
         late = wall(first.invoke + DELAY)
         refused_at = wall(first.invoke + CALL_TIMEOUT)
-        came_back = [t for g in first.lines if g in scarce for t, _ in returns.get(g, [])]
+        came_back = [  # a return, or the nemesis's restock
+            t
+            for g in first.lines
+            if g in scarce
+            for t, n in [*returns.get(g, []), *adjusted.get(g, [])]
+            if n > 0
+        ]
         if any(refused_at <= t <= late for t in came_back):
             returned_meanwhile.append(order_id)
-        if all(level_at(g, late, initial, flows, returns) >= n for g, n in first.lines.items()):
+        if all(
+            level_at(g, late, initial, flows, returns, adjusted) >= n
+            for g, n in first.lines.items()
+        ):
             back_on_shelf.append(order_id)
     with stock_engine.connect() as conn:
         decided = Counter(
@@ -164,6 +197,7 @@ def count_story(
         "cancels_told_200": cancels_told,
         "returned_while_held": len(returned_meanwhile),
         "back_on_shelf": len(back_on_shelf),
+        "i9_exercised": len(back_on_shelf),  # refusals put to the test by stock back
         "decided": dict(decided),
         "late_deducted": deducted,
     }
@@ -174,12 +208,16 @@ def count_story(
         f"{numbers['returns_cancelled']} cancelled; {cancels_told} cancels answered 200); "
         f"{len(returned_meanwhile)} of those orders saw a return on their goods while held, "
         f"{len(back_on_shelf)} late attempts reached the lock with their stock back on the "
-        f"shelf; decisions of the refused flags: "
+        f"shelf (I9 exercised {len(back_on_shelf)} times); decisions of the refused flags: "
         f"{', '.join(f'{k} {v}' for k, v in sorted(decided.items())) or 'none'}; "
         f"{len(deducted)} late attempts deducted"
     )
     examples = [f"late attempt deducted: {o}" for o in deducted] + [
         f"stock back for {o}" for o in back_on_shelf
     ]
-    verdict = Verdict("LA", "late first attempts after a refusal", COUNTED, detail, examples[:20])
+    if not back_on_shelf:
+        detail = "I9 NOT exercised: no late attempt found its stock back; " + detail
+    verdict = Verdict(
+        "LA", "late first attempts after a refusal", exercised(numbers), detail, examples[:20]
+    )
     return verdict, numbers

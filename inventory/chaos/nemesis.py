@@ -185,9 +185,9 @@ FAULTS: dict[str, Fault] = {
         Fault(
             "slow-first-attempts",
             f"first reduceStock attempts held {slow_attempts.DELAY:g} s between the Redis "
-            "check and the lock (FAULT_INJECTION on the stock replicas, for the run): retried "
-            "and refused meanwhile, while cancels and expiring holds bring sold-out goods back",
-            30.0,
+            "check and the lock (FAULT_INJECTION on the stock replicas, for the run), the "
+            "scarce goods emptied: retried and refused meanwhile, then the shelf stocked again",
+            slow_attempts.HOLD,
             slow_attempts.inject,
             slow_attempts.heal,
             demand=SCARCE,

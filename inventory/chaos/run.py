@@ -131,6 +131,7 @@ def _under_load(
     )
     ha_faults.attempts.clear()
     slow_attempts.held.clear()
+    slow_attempts.scarce[:] = list(goods.scarce)  # the story empties and stocks them
     started = time.monotonic()
     wall_start = utcnow()  # the run's second 0 on the databases' clock (the same machine's)
     load.start(started)
