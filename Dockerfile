@@ -3,6 +3,7 @@ FROM python:3.11-slim
 WORKDIR /app
 COPY pyproject.toml constraints.txt README.md alembic.ini ./
 COPY shared shared
+COPY coordination coordination
 COPY order_service order_service
 COPY stock_service stock_service
 COPY migrations migrations

@@ -7,8 +7,10 @@ from __future__ import annotations
 ACTIONS: dict[str, str] = {
     "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
     "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
-    "take the lock, with a token per name": "shared.locks.zookeeper_claim.ZooKeeperClaim.wait",
-    "the token of a held name": "shared.locks.base.Lease.token_for",
+    "take the lock, with a token per name": (
+        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+    ),
+    "the token of a held name": "coordination.locks.base.Lease.token_for",
     "read the level, the row's fence and the decided flags": (
         "stock_service.store.StockStore.read_batch"
     ),
@@ -36,7 +38,9 @@ ACTIONS: dict[str, str] = {
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
         "stock_service.store.StockWrite.add_decisions"
     ),
-    "plan a return: of a deducted flag, the level up by its quantity": "stock_service.core.plan.plan",
+    "plan a return: of a deducted flag, the level up by its quantity": (
+        "stock_service.core.plan.plan"
+    ),
     "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
         "order_service.cancellation.Cancellation.cancel"
     ),
@@ -59,8 +63,10 @@ ACTIONS: dict[str, str] = {
         "stock_service.core.plan._adjust"
     ),
     "write the adjustment's ledger row": "stock_service.store.StockWrite.add_adjustments",
-    "reconciler elected, with a token": "shared.election.ZooKeeperElector.campaign",
-    "reconciler: still the leader before a pass": "shared.election.ZooKeeperElector.is_leader",
+    "reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
+    "reconciler: still the leader before a pass": (
+        "coordination.election.ZooKeeperElector.is_leader"
+    ),
     "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
     "reconciler: the flag's decision first (GET /flags)": (
         "order_service.stock_client.StockClient.decision"

@@ -1,5 +1,5 @@
 """POST /genOrder's steps for a batch of orders. The orders of one process that arrive while a
-batch is in flight form the next (shared/combining.py: no timer, a lone order goes at once),
+batch is in flight form the next (coordination/combining.py: no timer, a lone order goes at once),
 and one of their request threads runs the article's steps for all of them:
 
     create the orders PENDING (one transaction) -> write their flags (one Redis pipeline) ->
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
+from coordination.combining import BatchHandle, Combiner
 from order_service import transitions
 from order_service.flags import FlagWriter
 from order_service.model import (
@@ -45,7 +46,6 @@ from order_service.stock_batch import reduce_many
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Finish, NewOrder
-from shared.combining import BatchHandle, Combiner
 from shared.contract import Outcome
 from shared.metrics import ORDER_BATCH_SIZE, ORDERS
 from shared.settings import FLAG_WRITES

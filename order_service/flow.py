@@ -47,6 +47,7 @@ from typing import Any
 
 import redis
 
+from coordination.locks import LockTimeout
 from order_service import transitions
 from order_service.batching import KeyTaken, OrderBatches, Placed, Rejected
 from order_service.model import (
@@ -69,7 +70,6 @@ from order_service.store import OrderStore
 from order_service.transitions import NewOrder
 from shared.contract import Outcome
 from shared.ids import new_id
-from shared.locks import LockTimeout
 from shared.logs import log_context
 from shared.metrics import CONFIRMATION_POLLS, ORDERS
 

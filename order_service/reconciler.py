@@ -1,5 +1,5 @@
 """`inventory reconciler`: reconciliation as a service, one active and many standby. Every
-instance campaigns (shared/election.py); the leader runs a pass every RECONCILE_INTERVAL; the
+instance campaigns (coordination/election.py); the leader runs a pass every RECONCILE_INTERVAL; the
 others wait to take over.
 
 A leader that was paused or cut off must not act once deposed. Two guards, for two windows:
@@ -35,6 +35,7 @@ from datetime import timedelta
 
 import redis
 
+from coordination.election import Elector, make_elector
 from order_service.flags import FlagWriter
 from order_service.reconcile import ReconcileReport, reconcile
 from order_service.retry import CallPolicy
@@ -42,7 +43,6 @@ from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
 from shared.db import make_engine
-from shared.election import Elector, make_elector
 from shared.faults import NO_FAULTS, Faults
 from shared.programs import run_singleton
 from shared.redis_client import make_redis

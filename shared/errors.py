@@ -4,7 +4,7 @@ names the dependency, through one handler (shared/http_errors.py).
     DependencyUnavailable
     +-- DatabaseUnavailable (shared/db.py)           dependency "database"
     +-- RedisUnavailable (shared/redis_client.py)    dependency "redis"
-    +-- LockError (shared/locks/base.py)             dependency "lock", or the lock service
+    +-- LockError (coordination/locks/base.py)             dependency "lock", or the lock service
         +-- LockTimeout, LockLost, LockUnavailable
 """
 

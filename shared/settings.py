@@ -76,7 +76,9 @@ class Settings:
     etcd_lease_ttl: float = 10.0  # lease of an etcd lock holder, kept alive every third of it
     # How long a unique-key lock row lives before a waiter may delete it (never renewed).
     unique_key_lock_ttl: float = 10.0
-    redlock_ttl: float = 10.0  # a RedLock grant's life; never renewed (shared/locks/redlock.py)
+    redlock_ttl: float = (
+        10.0  # a RedLock grant's life; never renewed (coordination/locks/redlock.py)
+    )
     # Combining: the deductions of one process waiting for the same lock are served in one lock
     # hold and one transaction, at most this many at a time; 1 serves them one hold each.
     deduct_batch_max: int = 32
@@ -205,14 +207,6 @@ class Settings:
             return self.election_backend
         return "etcd" if self.lock_backend == "etcd" else "zookeeper"
 
-    def zk_tls(self) -> Any:
-        """The ZooKeeper TLS options (shared.locks.zookeeper.ZooKeeperTLS), or None."""
-        if not self.zk_ca_file:
-            return None
-        from shared.locks.zookeeper import ZooKeeperTLS  # a lock backend, imported when used
-
-        return ZooKeeperTLS(self.zk_ca_file, self.zk_cert_file or None, self.zk_key_file or None)
-
     def etcd_endpoint_list(self) -> list[str]:
         return [e.strip() for e in self.etcd_endpoints.split(",") if e.strip()]
 
@@ -280,7 +274,7 @@ class Settings:
         if self.lock_backend == "redlock" and len(self.redlock_url_list()) < 3:
             raise ValueError("LOCK_BACKEND=redlock needs 3 or more REDLOCK_URLS (a majority of N)")
         if self.lock_backend == "database" and self.stock_database_url.startswith("sqlite"):
-            # shared/locks/database.py says why: SQLite has no row locks to wait on.
+            # coordination/locks/database.py says why: SQLite has no row locks to wait on.
             raise ValueError(
                 "LOCK_BACKEND=database needs a PostgreSQL or MySQL STOCK_DATABASE_URL, not SQLite"
             )

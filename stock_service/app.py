@@ -7,12 +7,12 @@ import logging
 from flask import Flask
 from prometheus_client.core import Metric
 
+from coordination.locks import LockLost, make_lock_backend
 from shared.api_app import make_api_app
 from shared.db import DatabaseUnavailable, make_engine
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
 from shared.http_errors import register_error_handlers
-from shared.locks import LockLost, make_lock_backend
 from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis

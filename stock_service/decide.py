@@ -42,9 +42,9 @@ from collections.abc import Sequence
 
 from sqlalchemy.exc import IntegrityError
 
+from coordination.locks import Lease, LockLost
 from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
-from shared.locks import Lease, LockLost
 from shared.metrics import FENCING_REFUSALS
 from stock_service.core import BatchState, BatchWrites, Decision, Plan, Request, batch_writes
 from stock_service.core.unfenced import renumber

@@ -13,7 +13,7 @@ unknown to both (`unknown_flag`: Redis lost it, or it expired; nothing is done, 
 service, which owns the order, may write the flag again and retry). So a lost flag never turns
 a retry into a false `duplicate`.
 
-The requests of this process that wait for the same lock are combined (shared/combining.py):
+The requests of this process that wait for the same lock are combined (coordination/combining.py):
 one of them takes the lock once for all of them (stock_service/holds.py), stock_service/
 decide.py decides each in arrival order under it, one transaction writes every deduction and
 return, and each request gets its own answer, as soon as its part of the batch is committed.
@@ -35,12 +35,12 @@ from typing import Any
 
 import redis
 
-from shared.combining import BatchHandle, Combiner
+from coordination.combining import BatchHandle, Combiner
+from coordination.locks import LockBackend
 from shared.contract import AS_DEDUCTION, Decided
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
 from shared.ids import new_id
-from shared.locks import LockBackend
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
 from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 import redis
 from sqlalchemy import Engine
 
+from coordination.locks import LockBackend
 from shared.health import database_ok, redis_ok
-from shared.locks import LockBackend
 from shared.settings import Settings
 from stock_service.deduction import StockDeduction
 from stock_service.ledger import Ledger

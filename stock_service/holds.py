@@ -19,11 +19,18 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 
-from shared.combining import BatchHandle
+from coordination.combining import BatchHandle
+from coordination.locks import (
+    Lease,
+    LockBackend,
+    LockLost,
+    LockTimeout,
+    LockUnavailable,
+    lock_names,
+)
+from coordination.locks.base import Claim
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
-from shared.locks import Lease, LockBackend, LockLost, LockTimeout, LockUnavailable, lock_names
-from shared.locks.base import Claim
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
 from stock_service.core.plan import Decision, Request
 from stock_service.decide import decide_batch

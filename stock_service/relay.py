@@ -1,5 +1,5 @@
 """The relay of stock events: `python -m stock_service.relay [--name NAME]`, one active and
-many standby (shared/election.py, as the reconciler), configured by its environment alone.
+many standby (coordination/election.py, as the reconciler), configured by its environment alone.
 
 The leader publishes the outbox rows not sent yet (stock_outbox, written in the commits that
 moved the levels: stock_service/core/ledger_lines.py), in id order, to the Redis Stream
@@ -36,8 +36,8 @@ import time
 import redis
 from sqlalchemy import Engine
 
+from coordination.election import Elector, make_elector
 from shared.db import make_engine, transaction, utcnow
-from shared.election import Elector, make_elector
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
 from shared.settings import Settings

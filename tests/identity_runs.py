@@ -27,6 +27,8 @@ from urllib.parse import urlsplit
 import redis
 from sqlalchemy import Engine, insert
 
+from coordination.election import make_elector
+from coordination.locks.factory import make_lock_backend
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.cluster import nodes, topology
 from inventory.cluster.secrets import Secrets
@@ -38,12 +40,10 @@ from order_service.stock_answers import StockAnswer, StockDecision
 from order_service.tables import hold_release, order_details, orders
 from order_service.transitions import Fence
 from shared.contract import Decided, Outcome
-from shared.election import make_elector
 from shared.errors import DependencyUnavailable
 from shared.faults import Faults
 from shared.health import redis_ok
 from shared.ids import new_id
-from shared.locks.factory import make_lock_backend
 from shared.redis_client import make_redis
 from shared.settings import Settings
 from stock_service import relay

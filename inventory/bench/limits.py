@@ -15,9 +15,9 @@ import redis
 from kazoo.client import KazooClient
 from sqlalchemy import text
 
+from coordination.locks.kazoo_handler import PollingHandler
 from inventory.bench.report import Measure
 from shared.db import make_engine
-from shared.locks.kazoo_handler import PollingHandler
 
 
 def rate(fn: Callable[[], object], seconds: float) -> float:
@@ -82,7 +82,7 @@ def redis_cycle(redis_url: str, seconds: float) -> Measure:
 
 
 def etcd_cycle(endpoints: str, seconds: float) -> Measure:
-    from shared.locks.etcd import EtcdLocks
+    from coordination.locks.etcd import EtcdLocks
 
     locks = EtcdLocks(endpoints.split(","), prefix=f"bench/{uuid.uuid4().hex[:8]}/")
     name = uuid.uuid4().hex[:8]

@@ -4,7 +4,7 @@ the same Redis) is granted on the primary; the primary dies before the key reach
 Sentinel promotes the replica, and a second client is granted the same lock: two holders.
 
 The fencing counter's last increment was lost with the primary too; the token is floored at
-the server's clock in microseconds (shared/locks/redis.py), so the second holder still gets a
+the server's clock in microseconds (coordination/locks/redis.py), so the second holder still gets a
 higher token than the first, and the fence on the stock rows tells them apart: the stale
 holder's write is refused. (With a plain counter it got the first one's token again.) Then the
 remedy for the double grant itself, in the same setting: REDIS_LOCK_MIN_REPLICAS=1 makes a
@@ -27,12 +27,12 @@ import redis
 from redis.sentinel import Sentinel
 from rich.console import Console
 
+from coordination.locks import LockError
+from coordination.locks.redis import FENCE_KEY, RedisLocks
 from inventory.local.homes import temporary_home
 from inventory.local.servers import ServerProcess, free_port, redis_argv, redis_ready, start_server
 from inventory.local.servers import wait_until as wait
 from inventory.scenarios.rig import ScenarioResult, Story
-from shared.locks import LockError
-from shared.locks.redis import FENCE_KEY, RedisLocks
 
 MASTER = "inventory"
 DOWN_AFTER_MS = 1000

@@ -19,7 +19,7 @@ from inventory.scenarios.rig import Rig, ScenarioResult, Story
 
 TTL = 2.0
 ENV = {"LOCK_BACKEND": "redlock", "REDLOCK_TTL": str(TTL)}
-KEY = "inventory:redlock:lock:{goods}"  # shared/locks/redlock.py's key of a name
+KEY = "inventory:redlock:lock:{goods}"  # coordination/locks/redlock.py's key of a name
 
 
 class _Keys:

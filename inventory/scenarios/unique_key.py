@@ -17,6 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from rich.console import Console
 
+from coordination.locks.tables import lock_keys
 from inventory.local.client import StackClient
 from inventory.local.servers import pid_alive, wait_until
 from inventory.scenarios.overlap import overlap_shown, slow_holder
@@ -33,7 +34,6 @@ from inventory.scenarios.rig import (
     worker_fault,
 )
 from shared.db import make_engine
-from shared.locks.tables import lock_keys
 
 TTL = 2.0
 ENV = {"LOCK_BACKEND": "unique-key", "UNIQUE_KEY_LOCK_TTL": str(TTL)}

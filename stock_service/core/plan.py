@@ -1,7 +1,7 @@
 """The read-check-write of a batch of deductions and returns, as pure logic: no database, no
 lock.
 
-Combining (shared/combining.py) serves the requests that queued for one lock in one lock hold.
+Combining (coordination/combining.py) serves the requests that queued for one lock in one lock hold.
 Under that hold the store reads the levels and the decided flags once, and `plan` decides
 every request in arrival order against the levels the earlier ones left, exactly as if they had
 run one at a time in that order:

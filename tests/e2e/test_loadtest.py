@@ -95,7 +95,8 @@ def test_no_lock_oversells_in_every_run_and_is_reported_by_as_much(stack_with) -
     after their reads and both write the level each read less its own sale, so each pair loses
     one. Measured here, 10 runs of this load on PostgreSQL in a row: oversold in 10 of 10, by 19
     to 68 units of 60 (median 45); before the fault and the wait for every worker, some runs
-    oversold nothing (60 of 60 in the last full run). The checker must say it, by exactly as much as was sold past the stock."""
+    oversold nothing (60 of 60 in the last full run). The checker must say it, by exactly as
+    much as was sold past the stock."""
     stock = 60
     state = stack_with("none", on_postgres=True, FAULT_INJECTION="true")
     line_up(state)

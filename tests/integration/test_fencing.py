@@ -14,10 +14,10 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
+from coordination.locks import Lease, LockLost
 from inventory.local.servers import ServerProcess
 from shared.db import make_engine, utcnow
 from shared.faults import NO_FAULTS, Faults
-from shared.locks import Lease, LockLost
 from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
 from stock_service.decide import decide_batch
 from stock_service.store import StockStore

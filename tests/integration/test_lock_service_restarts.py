@@ -9,9 +9,9 @@ from pathlib import Path
 import redis as redis_lib
 from kazoo.client import KazooClient
 
+from coordination.locks.redis import RedisLocks
+from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.servers import start_redis, start_zookeeper, wait_until
-from shared.locks.redis import RedisLocks
-from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import make_settings, unique
 from tests.helpers import running_services
 

@@ -15,15 +15,15 @@ import pytest
 import redis as redis_lib
 
 import migrations
+from coordination.locks import LockBackend, LockLost, LockTimeout
+from coordination.locks.database import DatabaseLocks
+from coordination.locks.etcd import EtcdLocks
+from coordination.locks.redis import RedisLocks
+from coordination.locks.redlock import RedLocks
+from coordination.locks.unique_key import UniqueKeyLocks
+from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.servers import ServerProcess, start_zookeeper
 from shared.db import make_engine
-from shared.locks import LockBackend, LockLost, LockTimeout
-from shared.locks.database import DatabaseLocks
-from shared.locks.etcd import EtcdLocks
-from shared.locks.redis import RedisLocks
-from shared.locks.redlock import RedLocks
-from shared.locks.unique_key import UniqueKeyLocks
-from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import (
     MYSQL_ADMIN_URL,
     PG_ADMIN_URL,

@@ -1,5 +1,5 @@
-"""REDIS_LOCK_MIN_REPLICAS (shared/locks/redis.py): a Redis lock is granted only once that many
-replicas have its SET, asked with WAIT in the acquiring round trip (one pipeline, one
+"""REDIS_LOCK_MIN_REPLICAS (coordination/locks/redis.py): a Redis lock is granted only once that
+many replicas have its SET, asked with WAIT in the acquiring round trip (one pipeline, one
 connection: WAIT counts the replicas that have that connection's writes). A primary and a
 replica of the test's own; the replica paused is a replica that has not taken the SET."""
 
@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import redis
 
+from coordination.locks.base import LockUnavailable
+from coordination.locks.redis import RedisLocks
 from inventory.local.servers import (
     ServerProcess,
     free_port,
@@ -19,8 +21,6 @@ from inventory.local.servers import (
     start_server,
     wait_until,
 )
-from shared.locks.base import LockUnavailable
-from shared.locks.redis import RedisLocks
 from tests.conftest import unique
 
 

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from coordination.locks import LockLost, LockTimeout, LockUnavailable
+from coordination.locks.redlock import RedLocks
 from inventory.local.servers import ServerProcess
-from shared.locks import LockLost, LockTimeout, LockUnavailable
-from shared.locks.redlock import RedLocks
 from tests.conftest import unique
 
 

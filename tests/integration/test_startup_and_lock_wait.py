@@ -14,10 +14,10 @@ from alembic.script import ScriptDirectory
 
 import migrations
 import stock_service
+from coordination.locks import tables as lock_tables
+from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
-from shared.locks import tables as lock_tables
-from shared.locks.zookeeper import ZooKeeperLocks
 from shared.settings import Settings
 from shared.startup import SchemaOutOfDate
 from stock_service import tables as stock_tables

@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import pytest
 import sqlalchemy as sa
 
+from coordination.locks import LockLost, LockTimeout, LockUnavailable
+from coordination.locks.tables import lock_keys
+from coordination.locks.unique_key import UniqueKeyLocks
 from shared.db import make_engine
-from shared.locks import LockLost, LockTimeout, LockUnavailable
-from shared.locks.tables import lock_keys
-from shared.locks.unique_key import UniqueKeyLocks
 from tests.conftest import unique
 
 

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from coordination.locks import LockUnavailable
+from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.servers import ServerProcess
-from shared.locks import LockUnavailable
-from shared.locks.zookeeper import ZooKeeperLocks
 from tests.conftest import unique
 from tests.zk_proxy import CREATE, CREATE2, DELETE, MULTI, CuttingProxy
 

@@ -40,7 +40,7 @@ Answer = tuple[Outcome, list[tuple[str, int, int]], int | None]
 
 @dataclass
 class Serial:
-    """One request at a time, from stock_service/core/plan.py's docstring, with no batching anywhere."""
+    """One request at a time, from stock_service/core/plan.py's docstring, with no batching."""
 
     levels: dict[str, int]
     # flag -> deducted | refused | voided | returned

@@ -10,9 +10,9 @@ from functools import partial
 
 import pytest
 
-from shared import combining
-from shared.combining import BatchHandle, Combiner
-from shared.locks import LockTimeout
+from coordination import combining
+from coordination.combining import BatchHandle, Combiner
+from coordination.locks import LockTimeout
 from tests.waiting import wait_for
 
 

@@ -31,8 +31,8 @@ class History:
 def histories(draw: st.DrawFn) -> History:
     """A ledger of 1-3 goods ids (each first seeded: an adjustment of reason set from nothing),
     their entries interleaved as commits of different goods ids are, the outbox rows they
-    write (each entry and each threshold it crosses, as stock_service/core/ledger_lines.py does), and
-    the stream a relay makes of them: pages in id order, a page sometimes sent twice (a relay
+    write (each entry and each threshold it crosses, as stock_service/core/ledger_lines.py does),
+    and the stream a relay makes of them: pages in id order, a page sometimes sent twice (a relay
     that died before marking it sent)."""
     goods = [f"g{i}" for i in range(draw(st.integers(1, 3)))]
     thresholds = {g: draw(st.none() | st.integers(1, 5)) for g in goods}

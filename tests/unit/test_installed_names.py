@@ -1,4 +1,4 @@
-"""The package installs five top-level names, two of them generic (`shared`, `migrations`).
+"""The package installs six top-level names, two of them generic (`shared`, `migrations`).
 They are not namespaced under one name (docs/layout.md, "Installed names": a package-dir mapping
 keeps the folders but loses mypy, which cannot follow the mapping in any editable mode), so what
 keeps them from colliding is that they live in the project's own environment. This holds that:
@@ -14,10 +14,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DISTRIBUTION = "inventory-deduction"
-NAMES = ("shared", "migrations", "inventory", "order_service", "stock_service")
+NAMES = ("shared", "coordination", "migrations", "inventory", "order_service", "stock_service")
 
 
-def test_the_distribution_provides_exactly_its_five_names() -> None:
+def test_the_distribution_provides_exactly_its_six_names() -> None:
     provided = {
         name for name, dists in metadata.packages_distributions().items() if DISTRIBUTION in dists
     }

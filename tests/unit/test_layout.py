@@ -14,14 +14,16 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = ("shared", "order_service", "stock_service", "migrations", "inventory")
+PACKAGES = ("shared", "coordination", "order_service", "stock_service", "migrations", "inventory")
 # What each top-level package may import of the others (docs/layout.md, "Import directions").
 MAY_IMPORT = {
     "shared": {"migrations"},  # startup.py migrates at start-up when asked
     "migrations": set(),
-    "order_service": {"shared"},
-    "stock_service": {"shared"},
-    "inventory": {"shared", "order_service", "stock_service", "migrations"},
+    # the locks, their fencing tokens, the election and combining: the design's own room
+    "coordination": {"shared"},
+    "order_service": {"shared", "coordination"},
+    "stock_service": {"shared", "coordination"},
+    "inventory": {"shared", "coordination", "order_service", "stock_service", "migrations"},
 }
 MAX_LINES = 300
 
@@ -188,7 +190,7 @@ def test_no_command_module_imports_another_command() -> None:
     assert not wrong, wrong
 
 
-PRODUCT = ("shared", "order_service", "stock_service", "migrations")
+PRODUCT = ("shared", "coordination", "order_service", "stock_service", "migrations")
 # What only the tooling writes: its stack's state and its home. A product module that reads them
 # runs only where `inventory up` ran (the migrations once did, through stack.json).
 TOOLING_FILES = ("stack.json", ".inventory", "INVENTORY_HOME")

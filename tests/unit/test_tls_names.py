@@ -16,10 +16,10 @@ import psycopg
 import pytest
 import redis
 
+from coordination.locks.zookeeper import ZooKeeperTLS
 from inventory.chaos.intruder import impostor
 from inventory.cluster import tls, topology
 from inventory.cluster.secrets import Secrets
-from shared.locks.zookeeper import ZooKeeperTLS
 from shared.redis_client import make_redis
 
 HERE = "127.0.0.1"

@@ -1,5 +1,5 @@
-"""The ZooKeeper client's reconnection policy (shared/locks/zookeeper.py): after an outage of the
-ensemble it looks again at least about once a second, where kazoo's default doubles its delay up
+"""The ZooKeeper client's reconnection policy (coordination/locks/zookeeper.py): after an outage of
+the ensemble it looks again at least about once a second, where kazoo's default doubles its delay up
 to an hour (a 10 s partition without quorum left clients 5 s more without a connection). The
 policy object is exercised as kazoo's connection loop uses it, with its sleeps recorded."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from kazoo.retry import ForceRetryError, RetryFailedError
 
-from shared.locks.zookeeper import RECONNECT_MAX_DELAY, ZooKeeperLocks
+from coordination.locks.zookeeper import RECONNECT_MAX_DELAY, ZooKeeperLocks
 
 
 def test_a_lost_connection_is_tried_again_at_least_about_once_a_second() -> None:

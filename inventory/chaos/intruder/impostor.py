@@ -32,9 +32,9 @@ import psycopg
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from coordination.locks.zookeeper import ZooKeeperTLS
 from inventory.chaos.intruder.attempt import Attempt, attempt
 from inventory.cluster import tls, topology
-from shared.locks.zookeeper import ZooKeeperTLS
 from shared.redis_client import make_redis
 
 SSL_REQUEST = 80877103  # PostgreSQL's SSLRequest code: answered "S", then TLS
@@ -114,8 +114,8 @@ def unredirect() -> None:
 
 
 def _kazoo(ca: str, address: str) -> object:
-    """The product's ZooKeeper client (its kazoo options, shared/locks/zookeeper.py), connecting
-    the way kazoo's connection does: the handler with what the client holds."""
+    """The product's ZooKeeper client (its kazoo options, coordination/locks/zookeeper.py),
+    connecting the way kazoo's connection does: the handler with what the client holds."""
     from kazoo.client import KazooClient
 
     client = KazooClient(hosts=f"{address}:{topology.ZK_PORT}", **ZooKeeperTLS(ca).kazoo_options())
