@@ -289,3 +289,59 @@ def test_the_decision_core_imports_nothing_that_does_io(path: Path) -> None:
             if node.module.startswith("shared."):
                 assert node.module in ("shared.contract", "shared.ids"), (path, node.module)
     assert not found & set(IO_LIBRARIES), (path, sorted(found & set(IO_LIBRARIES)))
+
+
+# Every module of the tooling is reached from what a user runs: a documented command
+# (inventory/cli/commands/, or a `python -m inventory...` that the Makefile or the docs name) or
+# a test's helper; one that served a past measurement and nothing runs now goes, or is folded
+# into the command that still uses it.
+RUN_AS_MODULE = re.compile(r"python -m (inventory[a-z_.]*)")
+
+
+def _documented_entries() -> set[str]:
+    texts = [ROOT / "Makefile", ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+    return {m for path in texts for m in RUN_AS_MODULE.findall(path.read_text())}
+
+
+def _imported_by_tests() -> set[str]:
+    found: set[str] = set()
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        found |= imports_of("tests." + path.stem, path)
+    return found
+
+
+def _loaded_by_name(name: str) -> set[str]:
+    """The modules `name` loads by their name rather than by an import: a string of the code
+    that names a module (gunicorn's `inventory.local.gunicorn_hooks`, `python -m` of a program
+    run in a namespace), or a module of its own package named alone (the scenarios' table, a
+    file run beside it)."""
+    path = MODULE_PATHS[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            named = set(re.findall(r"inventory(?:\.[a-z_]+)+", node.value))
+            found |= named | {f"{n}.__main__" for n in named}  # `python -m` of a package
+            found.add(f"{package}.{node.value.removesuffix('.py')}")  # or of a file beside it
+    return {m for m in found if m in GRAPH}
+
+
+MODULE_PATHS = dict(modules())
+
+
+def test_every_tooling_module_is_reached_from_a_command_or_a_test() -> None:
+    roots = {name for name in GRAPH if name.startswith("inventory.cli")}
+    roots |= _documented_entries() | _imported_by_tests()
+    reached: set[str] = set()
+    todo = [r for r in roots if r in GRAPH]
+    while todo:
+        name = todo.pop()
+        if name in reached:
+            continue
+        reached.add(name)
+        # a module's package __init__ runs on its import too
+        parents = {name.rsplit(".", i)[0] for i in range(1, name.count(".") + 1)}
+        targets = GRAPH[name] | parents | _loaded_by_name(name)
+        todo += [t for t in targets if t in GRAPH and t not in reached]
+    unreached = sorted(n for n in GRAPH if n.startswith("inventory") and n not in reached)
+    assert not unreached, f"reached by no command, documented module run or test: {unreached}"
