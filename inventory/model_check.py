@@ -110,7 +110,8 @@ def _number(pattern: str, text: str, default: float = 0) -> float:
 def parse_pan(output: str, result: Result) -> None:
     """pan's summary: states stored, transitions, depth, errors, time, memory."""
     result.states = int(_number(r"(\d+) states, stored", output))
-    result.transitions = int(_number(r"(\d+) transitions \(= stored\+matched\)", output))
+    # pan writes a large count as 1.6583425e+08
+    result.transitions = int(_number(r"([\d.e+]+) transitions \(= stored\+matched\)", output))
     result.depth = int(_number(r"depth reached (\d+)", output))
     result.errors = int(_number(r"errors: (\d+)", output, default=-1))
     result.seconds = _number(r"elapsed time ([\d.e+]+) seconds", output)
