@@ -35,7 +35,7 @@ def create_app(
     settings: Settings | None = None, stock_transport: httpx.BaseTransport | None = None
 ) -> Flask:
     """`stock_transport` lets tests run the stock service in-process (httpx.WSGITransport)."""
-    settings = settings or Settings.from_env()
+    settings = settings or Settings.from_env(program="order service")
     if not 0 < settings.order_batch_bytes <= settings.max_body_bytes:
         # The stock service refuses a body over its MAX_BODY_BYTES (413): batches of big
         # orders would be refused whole, and each member sent again alone.

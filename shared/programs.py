@@ -1,6 +1,6 @@
 """Running one instance of a singleton job (the elected reconciler, the relay of stock events)
-as a program of its own: configured by its environment alone (Settings.from_env), stopped by
-SIGTERM or ^C, after which it resigns and closes what it holds."""
+as a program of its own: configured by its environment alone (the settings that program
+reads), stopped by SIGTERM or ^C, after which it resigns and closes what it holds."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def run_singleton(
         "--name", default=None, help="this instance's name in the election (default host:pid)"
     )
     args = parser.parse_args(argv)
-    settings = settings or Settings.from_env()
+    settings = settings or Settings.from_env(program=what)
     configure_logging(settings.log_level, settings.log_format)
     stop = threading.Event()
 

@@ -11,8 +11,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from shared.contract import MAX_BATCH_FLAGS
+from shared.program_settings import PROGRAMS
 from shared.redis_client import TIMEOUTS as REDIS_TIMEOUTS
+from shared.settings_checks import LOCK_BACKENDS, LOCK_SCOPES, problems
+
+__all__ = ["LOCK_BACKENDS", "LOCK_SCOPES", "PROGRAMS", "Settings"]
 
 # One genOrder writes its flag at most this many times (the first, and once again after the
 # stock service said it does not know the flag: Redis lost it), and calls reduceStock as often.
@@ -20,9 +23,6 @@ FLAG_WRITES = 2
 # What one request may spend on its database steps besides its calls (the order row, the
 # outcome): a margin, not a measured bound; PostgreSQL and MySQL connect within 5 s.
 DATABASE_MARGIN_SECONDS = 5.0
-
-LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "unique-key", "redlock", "none")
-LOCK_SCOPES = ("sku", "global")
 
 
 def _bool(text: str) -> bool:
@@ -158,10 +158,20 @@ class Settings:
     log_format: str = "text"  # or json: one JSON object per line, with the request id
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+    def from_env(
+        cls,
+        environ: Mapping[str, str] | None = None,
+        program: str | None = None,
+        **overrides: Any,
+    ) -> Settings:
+        """From the environment: every variable, or only those `program` reads (the others keep
+        their defaults), validated as that program validates them."""
         env = os.environ if environ is None else environ
+        read = None if program is None else PROGRAMS[program]
         values: dict[str, Any] = {}
         for f in fields(cls):
+            if read is not None and f.name not in read:
+                continue
             raw = env.get(f.name.upper())
             if raw is None:
                 continue
@@ -172,7 +182,7 @@ class Settings:
                 raise ValueError(f"{f.name.upper()}={raw!r}: {exc}") from exc
         values.update(overrides)
         settings = cls(**values)
-        settings.validate()
+        settings.validate(program)
         return settings
 
     def request_budget(self) -> float:
@@ -218,66 +228,12 @@ class Settings:
         updated.validate()
         return updated
 
-    def validate(self) -> None:
-        if self.lock_backend not in LOCK_BACKENDS:
-            raise ValueError(f"LOCK_BACKEND must be one of {', '.join(LOCK_BACKENDS)}")
-        if self.election_backend not in ("", "zookeeper", "etcd"):
-            raise ValueError("ELECTION_BACKEND must be zookeeper or etcd (or empty)")
-        if self.log_format not in ("text", "json"):
-            raise ValueError("LOG_FORMAT must be text or json")
-        if self.lock_scope not in LOCK_SCOPES:
-            raise ValueError(f"LOCK_SCOPE must be one of {', '.join(LOCK_SCOPES)}")
-        if min(self.deduct_batch_patience, self.stock_events_poll) <= 0:
-            raise ValueError("DEDUCT_BATCH_PATIENCE and STOCK_EVENTS_POLL must be positive (s)")
-        if (
-            self.etcd_lease_ttl < 1
-            or min(
-                self.redis_lock_ttl,
-                self.zk_session_timeout,
-                self.unique_key_lock_ttl,
-                self.redlock_ttl,
-            )
-            <= 0
-        ):
-            raise ValueError("lease TTLs and session timeouts must be positive (etcd: 1 s or more)")
-        if self.reconcile_interval <= 0 or self.reconcile_age() < 0:
-            raise ValueError("RECONCILE_INTERVAL must be positive, RECONCILE_OLDER_THAN 0 or more")
-        if self.reconcile_age() < self.request_budget() and not (
-            self.reconcile_age_unchecked_for_tests
-        ):
-            raise ValueError(
-                f"RECONCILE_OLDER_THAN={self.reconcile_age():g} is below one request's budget "
-                f"({self.request_budget():g} s from FLAG_WRITE_SECONDS, STOCK_CALL_BUDGET, "
-                "STOCK_CALL_TIMEOUT and CONFIRM_BACKOFF): the reconciler would void orders "
-                "whose request is still at work; leave it unset, or raise it"
-            )
-        if self.reconcile_void_after < self.reconcile_age() and not (
-            self.reconcile_age_unchecked_for_tests
-        ):
-            raise ValueError(
-                f"RECONCILE_VOID_AFTER={self.reconcile_void_after:g} is below the age the "
-                f"reconciler takes orders at ({self.reconcile_age():g} s): an order it could "
-                "deduct again would be voided at its first look"
-            )
-        if self.flag_write_seconds <= 0 or self.stock_call_budget <= 0:
-            raise ValueError("FLAG_WRITE_SECONDS and STOCK_CALL_BUDGET must be positive")
-        if self.lock_timeout <= 0 or self.stock_call_timeout <= 0:
-            raise ValueError("timeouts must be positive")
-        if not 1 <= self.order_batch_max <= MAX_BATCH_FLAGS:
-            raise ValueError(f"ORDER_BATCH_MAX must be 1 to {MAX_BATCH_FLAGS} (1: one at a time)")
-        if self.deduct_batch_max < 1:
-            raise ValueError("DEDUCT_BATCH_MAX must be 1 or more (1: one deduction per lock hold)")
-        if min(self.stock_call_retries, self.stock_events_min_replicas) < 0:
-            raise ValueError("STOCK_CALL_RETRIES and STOCK_EVENTS_MIN_REPLICAS must be 0 or more")
-        if self.zk_auth and ":" not in self.zk_auth:
-            raise ValueError("ZK_AUTH must be user:password")
-        if self.lock_backend == "redlock" and len(self.redlock_url_list()) < 3:
-            raise ValueError("LOCK_BACKEND=redlock needs 3 or more REDLOCK_URLS (a majority of N)")
-        if self.lock_backend == "database" and self.stock_database_url.startswith("sqlite"):
-            # coordination/locks/database.py says why: SQLite has no row locks to wait on.
-            raise ValueError(
-                "LOCK_BACKEND=database needs a PostgreSQL or MySQL STOCK_DATABASE_URL, not SQLite"
-            )
+    def validate(self, program: str | None = None) -> None:
+        """Refuses bad values: those `program` reads (shared/program_settings.py), or all."""
+        read = None if program is None else PROGRAMS[program]
+        found = problems(self, read)
+        if found:
+            raise ValueError(found[0])
 
 
 def _convert(raw: str, default: Any) -> Any:

@@ -36,7 +36,7 @@ log = logging.getLogger("stock_service")
 
 
 def create_app(settings: Settings | None = None) -> Flask:
-    settings = settings or Settings.from_env()
+    settings = settings or Settings.from_env(program="stock service")
     configure_logging(settings.log_level, settings.log_format)
     app = make_api_app(
         "stock_service",

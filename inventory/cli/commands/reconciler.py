@@ -25,6 +25,6 @@ def run(args: argparse.Namespace) -> int:
     from shared.programs import run_singleton
 
     state = stack_state.load_state()
-    settings = Settings.from_env({**(state.env() if state else {}), **os.environ})
+    settings = Settings.from_env({**(state.env() if state else {}), **os.environ}, NAME)
     names = ["--name", args.name] if args.name else []
     return run_singleton("reconciler", serve, names, settings)

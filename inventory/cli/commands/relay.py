@@ -25,6 +25,6 @@ def run(args: argparse.Namespace) -> int:
     from stock_service.relay import serve
 
     state = stack_state.load_state()
-    settings = Settings.from_env({**(state.env() if state else {}), **os.environ})
+    settings = Settings.from_env({**(state.env() if state else {}), **os.environ}, NAME)
     names = ["--name", args.name] if args.name else []
     return run_singleton("relay", serve, names, settings)
