@@ -129,6 +129,11 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
                         "max_wal_senders": 10,
                         "max_replication_slots": 10,
                         "password_encryption": "scram-sha-256",
+                        # An old primary rewinds from the last checkpoint before the fork, from
+                        # its own WAL: a full chaos run found it recycled (pg_rewind: "could not
+                        # open file .../pg_wal/...17", the fork in ...20) and the host never
+                        # rejoined. 512 MB (32 segments) keeps minutes of this load.
+                        "wal_keep_size": "512MB",
                     },
                 },
             },
@@ -150,6 +155,9 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
                 "rewind": login("rewind"),
             },
             "pg_hba": pg_hba(with_tls),
+            # When pg_rewind fails all the same, the host starts over from a copy of the
+            # primary (a basebackup) instead of failing to start forever.
+            "remove_data_directory_on_rewind_failure": True,
         },
     }
 
