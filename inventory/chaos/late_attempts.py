@@ -8,8 +8,8 @@ was still asleep); the returns to the scarce goods in the window (the stock data
 rows, each a cancel's or an expiry's, and the cancels the history was answered); and, for each
 order refused while held, whether its late attempt reached the lock with its stock back on
 the shelf: the level of each of its goods at that moment, rebuilt from the seeded level and
-the times of every flow and return. Those are the orders the rule before issue 28 sold to a
-buyer told no; with the refusal recorded, none of them has a flow.
+the times of every flow and return. Those are the orders the rule before refusals were
+recorded sold to a buyer told no; with the refusal recorded, none of them has a flow.
 """
 
 from __future__ import annotations

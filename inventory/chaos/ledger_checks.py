@@ -1,4 +1,4 @@
-"""The chaos run's checks of the ledger and its events (issue 30), beside the order checks:
+"""The chaos run's checks of the ledger and its events, beside the order checks:
 
 HA  an adjustment's answer holds: one answered 201 has exactly one ledger entry (found by its
     `reference`) with the delta, seq and level after it was told; one refused (409 stale or

@@ -1,5 +1,5 @@
 """The chaos run's stock keeper: an operator adjusting levels through the admin route while the
-buyers buy and the faults happen (issue 30), under the same lock and fence as the deductions it
+buyers buy and the faults happen, under the same lock and fence as the deductions it
 is combined with:
 
 - restock: units in (`delta` > 0), mostly on the hot and scarce goods, which sell out, so

@@ -1,7 +1,7 @@
 """The `slow-first-attempts` fault: first attempts held between the Redis check and the lock.
 
-The story (issue 28): goods sold out; order O's first reduceStock attempt passes the Redis
-pre-filter and is slow to reach the lock; the order service gives up on it
+The story of a refusal that must stay a refusal: goods sold out; order O's first reduceStock
+attempt passes the Redis pre-filter and is slow to reach the lock; the order service gives up on it
 (STOCK_CALL_TIMEOUT) and retries under the same flag; the retry is refused (409
 insufficient_stock: O FAILED); stock comes back; then O's first attempt reaches the lock. It
 must be refused too: the refusal is the flag's decision (I9, a refusal stays a refusal).

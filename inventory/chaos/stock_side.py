@@ -1,4 +1,4 @@
-"""What a chaos run does on the stock side besides the buyers (issue 30): it opens a consumer of
+"""What a chaos run does on the stock side besides the buyers: it opens a consumer of
 the stock events before anything of the run is written, seeds the run's goods (each seed an
 adjustment of reason `set`) with low-stock thresholds on the hot ones, runs the stock keeper
 (restocks.py) beside the buyers, and after the settlement judges the adjustments (HA) and the

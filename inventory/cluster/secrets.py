@@ -9,8 +9,8 @@ Who may do what (least privilege):
   only read.
 - Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
   the reconcilers set them (an undecided order's flag written again before its deduction is
-  retried, issue 31); the stock service reads and deletes them, runs its lock scripts and fault
-  keys; the relays add to the stock events' stream (XADD) and wait for the replica (WAIT); a
+  retried, so an unknown outcome loses no sale); the stock service reads and deletes them,
+  runs its lock scripts and fault keys; the relays add to the stock events' stream (XADD) and wait for the replica (WAIT); a
   consumer of the events (`events`: the chaos run's) reads the stream in a consumer group; the
   sentinels and the replica have what failover and replication need; the default user is off,
   and no one has a @dangerous command.

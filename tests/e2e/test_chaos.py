@@ -298,7 +298,7 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
 
     state = deploy.load_state()
     assert state is not None and deploy.stock_settings_added(state) == {}
-    # The stock side (issue 30): an operator's adjustments during the faults, each answer held
+    # The stock side: an operator's adjustments during the faults, each answer held
     # by the ledger (HA); a consumer of the stock events that got every outbox row of the run
     # once after dropping repeats, in ledger order per goods id, replaying the final levels
     # (I10), through a Redis failover and the relay leader's death.

@@ -219,11 +219,6 @@ TICKETS_NOT_YET_REWORDED = (
     "tests/unit/test_model_check.py",
     "tests/unit/test_model_map.py",
     "docs/model.md",
-    "docs/chaos.md",  # chaos: its pages, its end-to-end test and the package
-    "tests/e2e/test_chaos.py",
-    "inventory/chaos/",
-    "docs/cluster.md",  # the cluster's page and its identities
-    "inventory/cluster/secrets.py",
 )
 NOT_TEXT = ("shared/static/",)  # the bundled Swagger UI
 

@@ -1,5 +1,6 @@
 """The intruder: a host on the cluster's network that tries, during the load, to break in
-(issue 22). Two runs, each inside a host's namespace (`python -m inventory.chaos.intruder`):
+(least privilege, every part). Two runs, each inside a host's namespace
+(`python -m inventory.chaos.intruder`):
 
 - `stranger`, from the intruder host, with no credential at all: ZooKeeper, Redis and its
   sentinels, PostgreSQL (as every role and the superuser), the stock service's admin and
