@@ -10,8 +10,8 @@ Who may do what (least privilege):
 - Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
   the reconcilers set them (an undecided order's flag written again before its deduction is
   retried, so an unknown outcome loses no sale); the stock service reads and deletes them,
-  runs its lock scripts and fault keys; the relays add to the stock events' stream (XADD) and wait for the replica (WAIT); a
-  consumer of the events (`events`: the chaos run's) reads the stream in a consumer group; the
+  runs its lock scripts and fault keys; the relays add to the stock events' stream (XADD) and
+  wait for the replica (WAIT); a consumer of the events (`events`: the chaos run's) reads the stream in a consumer group; the
   sentinels and the replica have what failover and replication need; the default user is off,
   and no one has a @dangerous command.
 - PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
