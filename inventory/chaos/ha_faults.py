@@ -1,9 +1,9 @@
 """The nemesis's faults on the replicated parts (no single point of failure): the PostgreSQL
 primary killed or cut off from ZooKeeper, its synchronous standby killed, the Redis primary
-killed or every Redis node at once, the load balancer that holds the shared address killed, and the intruder. Each
-an inject and its heal, as nemesis.py registers them; each heal waits until the part is
-replicated again, so the next fault starts from a whole cluster, and says how long the part
-took to come back.
+killed or every Redis node at once, the load balancer that holds the shared address killed, and
+the intruder. Each an inject and its heal, as nemesis.py registers them; each heal waits until
+the part is replicated again, so the next fault starts from a whole cluster, and says how long
+the part took to come back.
 
 A host "killed" is every program on it SIGKILLed at once (Patroni and its PostgreSQL, haproxy
 and keepalived): the machine's death, not a tidy stop.

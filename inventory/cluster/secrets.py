@@ -7,13 +7,13 @@ Who may do what (least privilege):
   lock nodes under /inventory/locks, the reconcilers election nodes under /inventory/reconciler,
   the relays theirs under /inventory/relay, Patroni its keys under /service; everyone else may
   only read.
-- Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags;
-  the reconcilers set them (an undecided order's flag written again before its deduction is
-  retried, so an unknown outcome loses no sale); the stock service reads and deletes them,
-  runs its lock scripts and fault keys; the relays add to the stock events' stream (XADD) and
-  wait for the replica (WAIT); a consumer of the events (`events`: the chaos run's) reads the stream in a consumer group; the
-  sentinels and the replica have what failover and replication need; the default user is off,
-  and no one has a @dangerous command.
+- Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags; the
+  reconcilers set them (an undecided order's flag written again before its deduction is retried,
+  so an unknown outcome loses no sale); the stock service reads and deletes them, runs its lock
+  scripts and fault keys; the relays add to the stock events' stream (XADD) and wait for the
+  replica (WAIT); a consumer of the events (`events`: the chaos run's) reads the stream in a
+  consumer group; the sentinels and the replica have what failover and replication need; the
+  default user is off, and no one has a @dangerous command.
 - PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
   database; the reconcilers read orders and move their status; the relays read the stock
   outbox and mark its rows sent, nothing else; the superuser only through the database hosts'
