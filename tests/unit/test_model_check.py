@@ -53,7 +53,7 @@ def test_the_world_with_an_adjustment_has_no_violation(
     assert intact.completed, "the search ran out of memory: nothing is proved"
     assert intact.errors == 0, intact.trace
     # explored, not cut short (3.9 and 6.1 million states; the world without the admin but
-    # with the reconcilers, since issue 31 deducting again, has 4.7 million: the two worlds
+    # with the reconcilers, their passes and A a hold, has 8.1 million: the two worlds
     # leave out different parts, so their sizes no longer compare); the adjustment is really
     # interleaved with the orders: test_intact_a_refusal_stays_one_when_a_restock_...
     assert intact.states > 1_000_000
