@@ -8,13 +8,14 @@ and its trail is replayed (`spin -t -T`) and cut down to the steps the model pri
 and the assertion it broke. A variant whose result is not the expected one fails the run, and so
 does a search that did not complete (memory exhausted): "no violation" would then mean nothing.
 
-Since issue 30 the model has a second world, -DRESTOCK: an admin's adjustment (a restock, or
+Since the ledger, the model has a second world, -DRESTOCK: an admin's adjustment (a restock, or
 with -DCOUNT a count, a compare-and-swap) served under the lock and the fence with the orders'
 requests; its guards (FENCE_WITHOUT_SEQ, ADJUST_UNFENCED, CAS_IGNORES_EXPECTED) are checked in it.
 
-Since issue 31 the reconcilers of the first world deduct an undecided order again under its own
-flag (written again in Redis first), served by a stock worker like the buyer's call, and void
-it only past RECONCILE_VOID_AFTER; RECONCILER_NEW_FLAG places the order again under a new flag.
+So that no sale is lost to an unknown outcome, the reconcilers of the first world deduct an
+undecided order again under its own flag (written again in Redis first), served by a stock worker
+like the buyer's call, and void it only past RECONCILE_VOID_AFTER; RECONCILER_NEW_FLAG places the
+order again under a new flag.
 
 The reconcilers make several passes (two in the orders world: one deducting an undecided order
 again, one voiding it past the bound; three in the "passes" world, -DNPASSES=3 -DVOID_PASS=2,

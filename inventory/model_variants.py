@@ -38,20 +38,20 @@ VARIANTS: tuple[Variant, ...] = (
         True,
         "a reconciler's order write not a compare-and-set from PENDING",
     ),
-    # Issue 28: a late attempt (past the pre-filter before the refusal deleted the flag)
-    # deducts once a cancel has brought the stock back, for a buyer told FAILED.
+    # A refusal stays a refusal: a late attempt (past the pre-filter before the refusal deleted the
+    # flag) deducts once a cancel has brought the stock back, for a buyer told FAILED.
     Variant(
         "REFUSAL_NOT_RECORDED",
         ("REFUSAL_NOT_RECORDED",),
         True,
-        "a refusal for lack of stock writes no decision (the rule before issue 28)",
+        "a refusal for lack of stock writes no decision (the rule before refusals were recorded)",
         # pan -i: 27 million states, 5 minutes (the reconcilers' passes are in its world);
         # the first counterexample, 0.6 s, is the same story with the passes after it
         shortest=False,
     ),
-    # Issue 31: the reconciler deducts an undecided order again under its own flag; placing it
-    # again under a new flag, without asking about the old one, deducts twice an order whose
-    # late attempt had deducted after its buyer gave up.
+    # No sale lost to an unknown outcome: the reconciler deducts an undecided order again under its
+    # own flag; placing it again under a new flag, without asking about the old one, deducts twice
+    # an order whose late attempt had deducted after its buyer gave up.
     Variant(
         "RECONCILER_NEW_FLAG",
         ("RECONCILER_NEW_FLAG",),
@@ -59,10 +59,10 @@ VARIANTS: tuple[Variant, ...] = (
         "the reconciler places an order left PENDING again under a new flag",
         shortest=False,  # pan -i: 11 million states, 46 s; the first: 0.1 s, the same story
     ),
-    # Issue 30: the world with an admin's adjustment (-DRESTOCK: one unit restocked, under the
-    # lock and the fence, interleaved with the orders, the refusals and the return; the
-    # reconcilers and the Redis loss left out, model/protocol.pml says why), and with a count
-    # in its place (-DCOUNT: a compare-and-swap on the level the admin read).
+    # Stock as a ledger: the world with an admin's adjustment (-DRESTOCK: one unit restocked, under
+    # the lock and the fence, interleaved with the orders, the refusals and the return; the
+    # reconcilers and the Redis loss left out, model/protocol.pml says why), and with a count in its
+    # place (-DCOUNT: a compare-and-swap on the level the admin read).
     Variant("restock", ("RESTOCK",), False, "every guard in place, with a restock"),
     Variant("count", ("RESTOCK", "COUNT"), False, "every guard in place, with a count"),
     # Found by the restock world: a hold that writes a row twice (a split batch) leaves its own

@@ -1,4 +1,4 @@
-/* A model of the deduction protocol, checked exhaustively by spin (issues 23 and 28).
+/* A model of the deduction protocol, checked exhaustively by spin (the fence, and refusals that stay refusals).
 
    The world, kept small so that every interleaving is explored:
    - one goods id seeded with SEED units;
@@ -49,7 +49,7 @@
    - the stock row's last ledger entry (row_seq): every level write moves it, and the fenced
      write matches it too (WRITE_FENCED: WHERE fence = <read> AND ledger_seq = <read>).
 
-   With -DRESTOCK (issue 30, stock as a ledger), the world has an admin who brings one unit in
+   With -DRESTOCK (stock as a ledger), the world has an admin who brings one unit in
    and enters it as an adjustment (POST /stock/{goodsId}/adjustments): a request of the same
    batches as the orders', served by a stock worker under the lock and the fence, written with
    the level it leaves (one ledger line, no flag, no decision row): a restock, {"delta": 1}, or
@@ -74,7 +74,7 @@
      -DNO_STATUS_CAS        a reconciler's order write is a plain write, not a compare-and-set
                             from PENDING (transitions.move's WHERE status IN was)
      -DREFUSAL_NOT_RECORDED a refusal for lack of stock writes no decision (the rule before
-                            issue 28): it deletes the flag from Redis and answers insufficient,
+                            refusals were recorded): it deletes the flag from Redis and answers insufficient,
                             and an attempt that passed the pre-filter before that runs later,
                             finds no decision, and deducts once a return has brought the stock
                             back: the buyer was told FAILED and the order has a flow
@@ -94,7 +94,7 @@
                             says what is there
      -DRECONCILER_NEW_FLAG  the reconciler places an order left PENDING again under a new flag,
                             without asking the stock database about the old one (the rule the
-                            issue 31 settlement must not be): a late attempt that deducted
+                            the reconcilers' settlement must not be): a late attempt that deducted
                             under the old flag after the buyer gave up makes two deductions
      -DPASS_NEW_FLAG        (with -DNPASSES=3 -DVOID_PASS=2) a pass after the first deducts an
                             order still undecided again under a new flag: the first pass's
@@ -125,10 +125,10 @@
    back once), -DWITNESS_EXPIRY_RESTOCK (with -DHOLDS -DRESTOCK: the expired hold's return
    lands on a level the restock moved).
    Not a guard either: -DWITNESS_RECONCILER_DEDUCTS, a probe whose assertion fails where,
-   intact, a reconciler's deduction again of an undecided order deducts: the issue 31 story
+   intact, a reconciler's deduction again of an undecided order deducts: the story of an order deducted again by the reconcilers
    (no sale lost to an unknown outcome) is reachable, so "no violation" covers it.
    Not a guard: -DWITNESS_LATE_ATTEMPT is a probe (tests/unit/test_model_check.py) whose
-   assertion fails where, intact, the late attempt of issue 28 reads the refusal recorded with
+   assertion fails where, intact, the late attempt after a refusal reads the refusal recorded with
    the stock back: spin reaching it shows the intact model's "no violation" covers that story.
    -DWITNESS_LATE_ATTEMPT_RESTOCK (with -DRESTOCK) is the same probe with the stock back through
    the restock, B never returned: the refusal stays a refusal when stock comes in. */
@@ -328,7 +328,7 @@ inline read_and_plan(w, f, a) {
        :: dec == VOIDED -> out = VOIDED
        :: dec == REFUSED -> out = INSUFFICIENT;
 #ifdef WITNESS_LATE_ATTEMPT
-          /* not a guard: a probe (tests/unit/test_model_check.py) that the story of issue 28
+          /* not a guard: a probe (tests/unit/test_model_check.py) that the story of a refusal that stays a refusal
              is reachable intact: A told FAILED, B's stock back, and an attempt of A still to
              run, which finds the refusal recorded and the stock there */
           assert(!(told[0] == FAILED && returns[1] == 1 && lvl >= qty[f]))
@@ -782,7 +782,7 @@ end_elect:
                  printf("STEP reconciler %d: order %c's deduction again is answered %e\n",
                         r, 'A' + o, answer[call]);
 #ifdef WITNESS_RECONCILER_DEDUCTS
-                 /* not a guard: a probe that the story of issue 31 is reachable intact: an
+                 /* not a guard: a probe that the story of an order deducted again by the reconcilers is reachable intact: an
                     order left PENDING, undecided, deducted by the reconciler */
                  assert(answer[call] != DEDUCTED);
 #endif

@@ -46,8 +46,8 @@ def test_each_guard_removed_gives_a_counterexample(
 def test_the_world_with_an_adjustment_has_no_violation(
     results: dict[str, Result], world: str
 ) -> None:
-    """Issue 30: an admin's restock (or count) under the lock and the fence, interleaved with
-    the orders, their refusals and B's return: the ledger balances, the level says what is
+    """Stock as a ledger: an admin's restock (or count) under the lock and the fence, interleaved
+    with the orders, their refusals and B's return: the ledger balances, the level says what is
     there, and a refusal stays one."""
     intact = results[world]
     assert intact.completed, "the search ran out of memory: nothing is proved"
@@ -63,8 +63,8 @@ def test_the_world_with_an_adjustment_has_no_violation(
 def test_the_worlds_of_passes_and_holds_have_no_violation(
     results: dict[str, Result], world: str
 ) -> None:
-    """Three reconciler passes (two deducting again, then the void); a hold paid, cancelled
-    and expired, with a restock in the last: every assertion holds at every end state."""
+    """Three reconciler passes (two deducting again, then the void); a hold paid, cancelled and
+    expired, with a restock in the last: every assertion holds at every end state."""
     intact = results[world]
     assert intact.completed, "the search ran out of memory: nothing is proved"
     assert intact.errors == 0, intact.trace
@@ -91,10 +91,10 @@ def step_index(trace: list[str], pattern: str) -> tuple[int, re.Match[str]]:
 def test_an_unrecorded_refusal_lets_a_late_attempt_deduct_after_a_return(
     results: dict[str, Result],
 ) -> None:
-    """Issue 28, case 1: A is refused while B holds the stock (the refusal deletes A's flag
-    from Redis and writes nothing), B is cancelled and its stock returned, and an attempt of
-    A that passed the pre-filter before the refusal then finds no decision and deducts: the
-    buyer of A was told FAILED, and A has a flow."""
+    """The late first attempt after a refusal: A is refused while B holds the stock (the refusal
+    deletes A's flag from Redis and writes nothing), B is cancelled and its stock returned, and an
+    attempt of A that passed the pre-filter before the refusal then finds no decision and deducts:
+    the buyer of A was told FAILED, and A has a flow."""
     found = results["REFUSAL_NOT_RECORDED"]
     assert found.errors > 0, "REFUSAL_NOT_RECORDED: no counterexample"
     trace = found.trace
@@ -117,10 +117,10 @@ def test_an_unrecorded_refusal_lets_a_late_attempt_deduct_after_a_return(
 def test_a_fence_without_the_seq_lets_a_newer_holder_write_over_a_split_batch(
     results: dict[str, Result],
 ) -> None:
-    """Issue 30, found by the restock world: a stale hold writes the row (the restock), a newer
-    holder reads it (its fence, the stale token), the stale hold's second part writes it again
-    under the same token, and the newer holder's write, matched on the fence alone, lands over
-    that second write: a lost update, the ledger unbalanced."""
+    """Stock as a ledger, found by the restock world: a stale hold writes the row (the restock), a
+    newer holder reads it (its fence, the stale token), the stale hold's second part writes it again
+    under the same token, and the newer holder's write, matched on the fence alone, lands over that
+    second write: a lost update, the ledger unbalanced."""
     found = results["FENCE_WITHOUT_SEQ"]
     assert found.errors > 0, "FENCE_WITHOUT_SEQ: no counterexample"
     trace = found.trace
@@ -139,8 +139,8 @@ def test_a_fence_without_the_seq_lets_a_newer_holder_write_over_a_split_batch(
 
 
 def test_an_unfenced_adjustment_writes_over_a_deduction(results: dict[str, Result]) -> None:
-    """The adjustment's level written last-writer-wins: it read the level before a stale
-    holder's deduction landed, and writes its restock on that read over the deduction."""
+    """The adjustment's level written last-writer-wins: it read the level before a stale holder's
+    deduction landed, and writes its restock on that read over the deduction."""
     found = results["ADJUST_UNFENCED"]
     assert found.errors > 0, "ADJUST_UNFENCED: no counterexample"
     trace = found.trace
@@ -154,10 +154,11 @@ def test_an_unfenced_adjustment_writes_over_a_deduction(results: dict[str, Resul
 
 
 def test_intact_the_late_attempt_runs_and_finds_the_refusal_recorded() -> None:
-    """The same story is reachable in the intact model, and there the late attempt reads the
-    flag decided refused with the stock back, and deducts nothing (a probe, WITNESS_LATE_
-    ATTEMPT, asserts that this state is never reached: spin reaching it is the witness). So
-    the intact model's "no violation" covers the story of issue 28, not a world without it."""
+    """The same story is reachable in the intact model, and there the late attempt reads the flag
+    decided refused with the stock back, and deducts nothing (a probe, WITNESS_LATE_ ATTEMPT,
+    asserts that this state is never reached: spin reaching it is the witness). So the intact
+    model's "no violation" covers the story of a refusal that stays a refusal, not a world without
+    it."""
     probe = Variant("WITNESS_LATE_ATTEMPT", ("WITNESS_LATE_ATTEMPT",), False, "a probe")
     witness = check_variant(probe)
     assert witness.errors > 0, "the late attempt after a refusal and a return is unreachable"
@@ -173,10 +174,9 @@ def test_intact_the_late_attempt_runs_and_finds_the_refusal_recorded() -> None:
 def test_a_count_applied_at_a_level_it_did_not_expect_undoes_a_sale(
     results: dict[str, Result],
 ) -> None:
-    """The count read the level and counted the shelf; a deduction lands before its write;
-    applied anyway, it sets the level to what was counted before the sale. The ledger balances
-    (its entry's delta is against the level under the lock): what breaks is that the level
-    says what is there."""
+    """The count read the level and counted the shelf; a deduction lands before its write; applied
+    anyway, it sets the level to what was counted before the sale. The ledger balances (its entry's
+    delta is against the level under the lock): what breaks is that the level says what is there."""
     found = results["CAS_IGNORES_EXPECTED"]
     assert found.errors > 0, "CAS_IGNORES_EXPECTED: no counterexample"
     trace = found.trace
@@ -190,9 +190,9 @@ def test_a_count_applied_at_a_level_it_did_not_expect_undoes_a_sale(
 
 
 def test_intact_a_refusal_stays_one_when_a_restock_brings_the_stock_back() -> None:
-    """The story of issue 28 with a restock in place of the return: A refused while B holds
-    the stock, a unit restocked, and an attempt of A still to run, which reads the refusal
-    recorded with the stock there (a probe, WITNESS_LATE_ATTEMPT_RESTOCK, asserts this state
+    """The story of a refusal that stays a refusal with a restock in place of the return: A refused
+    while B holds the stock, a unit restocked, and an attempt of A still to run, which reads the
+    refusal recorded with the stock there (a probe, WITNESS_LATE_ATTEMPT_RESTOCK, asserts this state
     is never reached: spin reaching it is the witness) and deducts nothing."""
     probe = Variant(
         "WITNESS_LATE_ATTEMPT_RESTOCK",
@@ -215,9 +215,9 @@ def test_intact_a_refusal_stays_one_when_a_restock_brings_the_stock_back() -> No
 def test_a_reconciler_placing_an_order_again_under_a_new_flag_deducts_it_twice(
     results: dict[str, Result],
 ) -> None:
-    """Issue 31: an order left PENDING whose late attempt deducted after its buyer gave up; a
-    reconciler that places it again under a new flag, without asking about the old one,
-    deducts it a second time. Under its own flag (intact) it asks first, and the decision
+    """No sale lost to an unknown outcome: an order left PENDING whose late attempt deducted after
+    its buyer gave up; a reconciler that places it again under a new flag, without asking about the
+    old one, deducts it a second time. Under its own flag (intact) it asks first, and the decision
     row would stop the second deduction anyway."""
     found = results["RECONCILER_NEW_FLAG"]
     assert found.errors > 0, "RECONCILER_NEW_FLAG: no counterexample"
@@ -231,10 +231,10 @@ def test_a_reconciler_placing_an_order_again_under_a_new_flag_deducts_it_twice(
 
 
 def test_intact_a_reconciler_deducts_an_undecided_order_again() -> None:
-    """The story of issue 31 is reachable in the intact model: an order left PENDING with its
-    flag undecided, which the reconciler writes again and deducts under it (a probe,
-    WITNESS_RECONCILER_DEDUCTS, asserts it never deducts: spin reaching it is the witness).
-    So the intact model's "no violation" covers the reconciler's deduction."""
+    """The story of an order deducted again by the reconcilers is reachable in the intact model: an
+    order left PENDING with its flag undecided, which the reconciler writes again and deducts under
+    it (a probe, WITNESS_RECONCILER_DEDUCTS, asserts it never deducts: spin reaching it is the
+    witness). So the intact model's "no violation" covers the reconciler's deduction."""
     probe = Variant("WITNESS_RECONCILER_DEDUCTS", ("WITNESS_RECONCILER_DEDUCTS",), False, "a probe")
     witness = check_variant(probe)
     assert witness.errors > 0, "a reconciler's deduction again is unreachable"
@@ -286,10 +286,9 @@ def test_the_trace_keeps_the_steps_and_the_assertion() -> None:
 def test_a_later_pass_deducting_under_a_new_flag_deducts_twice(
     results: dict[str, Result],
 ) -> None:
-    """A pass gives up waiting on its deduction again (or its reconciler is deposed), which
-    runs on; a later pass, still finding the flag undecided, deducts under a new flag; both
-    land: one order, two deductions. Under the order's own flag the decision row stops the
-    second."""
+    """A pass gives up waiting on its deduction again (or its reconciler is deposed), which runs on;
+    a later pass, still finding the flag undecided, deducts under a new flag; both land: one order,
+    two deductions. Under the order's own flag the decision row stops the second."""
     found = results["PASS_NEW_FLAG"]
     assert found.errors > 0, "PASS_NEW_FLAG: no counterexample"
     trace = found.trace
@@ -303,10 +302,10 @@ def test_a_later_pass_deducting_under_a_new_flag_deducts_twice(
 
 
 def test_a_later_pass_past_the_bound_meets_an_earlier_pass_s_late_deduction() -> None:
-    """The orders world's second pass, past RECONCILE_VOID_AFTER, voids an order it read
-    undecided; the first pass's deduction, still at work, lands before the void, and the void
-    answers deducted: the order is settled by the sale, not failed (a probe, WITNESS_SECOND_
-    PASS, asserts the void never meets a deduction: spin reaching it is the witness)."""
+    """The orders world's second pass, past RECONCILE_VOID_AFTER, voids an order it read undecided;
+    the first pass's deduction, still at work, lands before the void, and the void answers deducted:
+    the order is settled by the sale, not failed (a probe, WITNESS_SECOND_ PASS, asserts the void
+    never meets a deduction: spin reaching it is the witness)."""
     probe = Variant("WITNESS_SECOND_PASS", ("WITNESS_SECOND_PASS",), False, "a probe")
     witness = check_variant(probe)
     assert witness.errors > 0, "a void meeting an earlier pass's deduction is unreachable"
@@ -324,9 +323,9 @@ def test_a_later_pass_past_the_bound_meets_an_earlier_pass_s_late_deduction() ->
 def test_an_expiry_without_the_status_cas_takes_back_a_paid_hold(
     results: dict[str, Result],
 ) -> None:
-    """The expiry reads the hold AWAITING on its page; the buyer pays before the deadline and
-    is told PAID; the expiry, a plain write past the deadline, moves the paid order to
-    CANCELLING and its stock comes back: expire and pay both won."""
+    """The expiry reads the hold AWAITING on its page; the buyer pays before the deadline and is
+    told PAID; the expiry, a plain write past the deadline, moves the paid order to CANCELLING and
+    its stock comes back: expire and pay both won."""
     found = results["EXPIRY_NO_STATUS_CAS"]
     assert found.errors > 0, "EXPIRY_NO_STATUS_CAS: no counterexample"
     trace = found.trace
@@ -341,9 +340,9 @@ def test_an_expiry_without_the_status_cas_takes_back_a_paid_hold(
 def test_a_return_not_once_only_brings_an_expired_hold_s_stock_back_twice(
     results: dict[str, Result],
 ) -> None:
-    """Two returns of one hold at work (its buyer's cancel and the expiry's, or the expiry
-    asking again); served whatever the flag's decision under the lock, the second reads it
-    returned and returns again: a unit sold once comes back twice."""
+    """Two returns of one hold at work (its buyer's cancel and the expiry's, or the expiry asking
+    again); served whatever the flag's decision under the lock, the second reads it returned and
+    returns again: a unit sold once comes back twice."""
     found = results["RETURN_NOT_ONCE"]
     assert found.errors > 0, "RETURN_NOT_ONCE: no counterexample"
     trace = found.trace
@@ -359,9 +358,9 @@ def test_a_return_not_once_only_brings_an_expired_hold_s_stock_back_twice(
 
 
 def test_intact_a_cancel_and_an_expiry_return_a_hold_s_stock_once() -> None:
-    """The holds world reaches a hold whose buyer's cancel and whose expiry both ask its stock
-    back, each answered RETURNED, the stock back once (a probe, WITNESS_EXPIRY, asserts this
-    end is never reached: spin reaching it is the witness)."""
+    """The holds world reaches a hold whose buyer's cancel and whose expiry both ask its stock back,
+    each answered RETURNED, the stock back once (a probe, WITNESS_EXPIRY, asserts this end is never
+    reached: spin reaching it is the witness)."""
     probe = Variant("WITNESS_EXPIRY", ("HOLDS", "WITNESS_EXPIRY"), False, "a probe")
     witness = check_variant(probe)
     assert witness.errors > 0, "a hold cancelled and expired at once is unreachable"
