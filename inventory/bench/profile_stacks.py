@@ -12,7 +12,7 @@ from typing import Any
 # (category, prefixes of the file py-spy names): the first that matches a frame's file wins.
 CATEGORIES = [
     ("lock (kazoo/ZooKeeper)", ("kazoo/", "coordination/locks/")),
-    ("combining", ("shared/combining", "stock_service/batch")),
+    ("combining", ("coordination/combining", "stock_service/core/")),
     ("metrics (prometheus_client)", ("prometheus_client/", "shared/metrics")),
     ("logging", ("logging/", "pythonjsonlogger/", "shared/logs", "shared/request_id")),
     ("JSON", ("json/", "orjson")),
