@@ -67,7 +67,11 @@ def test_bench_smoke_measures_every_configuration(
     for peer in report.peer:
         assert {"peer", "load"} == set(peer.cpu_ms)
         client = peer.cpu_ms["load"]
-        assert 0 < peer.stack_cpu_ms == pytest.approx(sum(peer.cpu_ms.values()) - client)
+        assert 0 <= peer.stack_cpu_ms == pytest.approx(sum(peer.cpu_ms.values()) - client)
+    # /proc counts CPU in clock ticks (10 ms): a smoke run's short load beside a busy cluster
+    # once read 0 ticks for the peer's 5-goods turn (993 orders/s); both turns reading none
+    # would mean the peer's processes are not being measured at all.
+    assert any(peer.stack_cpu_ms > 0 for peer in report.peer), report.peer
     assert {t.name for t in report.targets()} == {
         "zookeeper hot goods / no lock",
         "zookeeper hot goods / raw kazoo lock cycle",
