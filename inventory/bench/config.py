@@ -33,6 +33,9 @@ class BenchConfig:
     # Also the ZooKeeper stack with combining with STOCK_EVENTS=false (no outbox row written
     # with each ledger line), reduceStock and genOrder, beside the same stack with them.
     outbox_off: bool = False
+    # reduceStock and genOrder on the hot goods id with one caller, per round, on the default
+    # stack (0: none): what a lone request costs, against a member of a batch.
+    lone_requests: int = 300
     keep: bool = False
 
     @classmethod
@@ -71,6 +74,7 @@ class BenchConfig:
             spread_goods=5,
             backends=("zookeeper", NO_LOCK),
             outbox_off=True,
+            lone_requests=6,
         )
 
 

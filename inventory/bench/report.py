@@ -38,6 +38,10 @@ class Measure:
     errors: int = 0
     config: str = ""  # the stack's configuration label, for reduceStock measures
     goods: int = 0  # goods ids the load spread over
+    # From the services' metrics over the load (batches.py): each batch counted once.
+    orders_per_batch: float | None = None  # the order service's batches (genOrder)
+    requests_per_hold: float | None = None  # the stock service's lock holds
+    callers: int = 0  # concurrent callers of a lone measure (1); 0: the report's concurrency
 
     @property
     def stack_cpu_ms(self) -> float:
@@ -59,6 +63,7 @@ class Target:
     moonshot: float | None = None
     at_most: bool = False  # the value must stay at or below the goal (a latency ratio)
     figures: str = ""  # the figures the value comes from, for a person
+    bound: str = ""  # the measured part that bounds the value, said where the goal is missed
 
     @property
     def met(self) -> bool:
@@ -74,6 +79,8 @@ class BenchReport:
     reduce: list[Measure] = field(default_factory=list)
     gen_order: list[Measure] = field(default_factory=list)
     peer: list[Measure] = field(default_factory=list)  # the one-database peer's genOrder
+    # reduceStock and genOrder on the hot goods id with one caller: what a lone request costs
+    lone: list[Measure] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
     @classmethod
@@ -88,6 +95,7 @@ class BenchReport:
             reduce=[Measure(**m) for m in data["reduce"]],
             gen_order=[Measure(**m) for m in data["gen_order"]],
             peer=[Measure(**m) for m in data.get("peer", [])],  # none before the peer was benched
+            lone=[Measure(**m) for m in data.get("lone", [])],
             notes=list(data["notes"]),
         )
 
@@ -142,68 +150,11 @@ class BenchReport:
         return out + self.order_targets(hot)
 
     def order_targets(self, hot: Measure | None) -> list[Target]:
-        """The order a buyer places, against the deduction it exists for (same stack), and
-        against the one-database peer (the four goals of `peer_targets`)."""
-        out: list[Target] = []
-        order_hot = self.order_of(1)
-        if order_hot and hot and hot.per_second:
-            ratio = order_hot.per_second / hot.per_second
-            out.append(Target("genOrder / reduceStock, hot goods", ratio, 0.6, 0.8))
-        return out + self.peer_targets()
+        """The order a buyer places: against the one-database peer, and on SQLite against
+        the deduction it exists for (goals.py)."""
+        from inventory.bench.goals import order_targets  # goals.py reads this module's types
 
-    def peer_targets(self) -> list[Target]:
-        """genOrder beside the one-database peer, measured side by side: its rate on one hot
-        goods id (>= 1.0x the peer's) and on the spread (>= 0.5x); the stack's CPU per order
-        (<= 2.5 ms, both loads); p99 (<= 150 ms, both loads)."""
-        out: list[Target] = []
-        loads = [("hot goods", self.order_of(1))]
-        if self.spread > 1:
-            loads.append((f"{self.spread} goods", self.order_of(self.spread)))
-        pairs = [(g, order, self.peer_of(order.goods)) for g, order in loads if order is not None]
-        for goods, order, peer in pairs:
-            if peer and peer.per_second:
-                goal, moonshot = (1.0, 1.5) if order.goods == 1 else (0.5, 0.8)
-                out.append(
-                    Target(
-                        f"genOrder / one-database peer, {goods}",
-                        order.per_second / peer.per_second,
-                        goal,
-                        moonshot,
-                        figures=f"genOrder {order.per_second:.0f}/s, peer {peer.per_second:.0f}/s",
-                    )
-                )
-        with_cpu = [(g, o, p) for g, o, p in pairs if o.cpu_ms]
-        if with_cpu:
-            out.append(
-                Target(
-                    "genOrder stack CPU ms per order, " + " and ".join(g for g, _, _ in with_cpu),
-                    max(o.stack_cpu_ms for _, o, _ in with_cpu),
-                    2.5,
-                    1.5,
-                    at_most=True,
-                    figures="; ".join(
-                        f"{g}: {_cpu(o)}" + (f" vs peer {_cpu(p)}" if p and p.cpu_ms else "")
-                        for g, o, p in with_cpu
-                    ),
-                )
-            )
-        with_p99 = [(g, o, p) for g, o, p in pairs if o.p99_ms is not None]
-        if with_p99:
-            out.append(
-                Target(
-                    f"genOrder p99 ms at {self.concurrency} callers, "
-                    + " and ".join(g for g, _, _ in with_p99),
-                    max(o.p99_ms or 0.0 for _, o, _ in with_p99),
-                    150.0,
-                    at_most=True,
-                    figures="; ".join(
-                        f"{g}: {o.p99_ms:.0f}"
-                        + (f" vs peer {p.p99_ms:.0f}" if p and p.p99_ms is not None else "")
-                        for g, o, p in with_p99
-                    ),
-                )
-            )
-        return out
+        return order_targets(self, hot)
 
     def outbox_pairs(self) -> list[tuple[str, Measure, Measure]]:
         """(load, with the outbox, without) for reduceStock and genOrder on the ZooKeeper stack
@@ -223,7 +174,18 @@ class BenchReport:
     def ratios(self) -> dict[str, float]:
         """Every target's ratio, what combining gains per backend and load, and what the
         outbox costs (events on / off: the rate, the stack's CPU per request)."""
+        from inventory.bench.goals import member_costs
+
         out = {t.name: round(t.value, 3) for t in self.targets()}
+        order_hot = self.order_of(1)
+        hot = self.reduce_of(label("zookeeper", "sku", COMBINING), 1)
+        if order_hot and hot and hot.per_second:
+            ratio = order_hot.per_second / hot.per_second
+            out["genOrder / reduceStock, hot goods"] = round(ratio, 3)
+        for cost in member_costs(self):
+            if cost.ratio is not None:
+                name = f"member / lone CPU per request, {cost.service}, {cost.load}"
+                out[name] = round(cost.ratio, 3)
         for load, on, off in self.outbox_pairs():
             if off.per_second:
                 out[f"outbox on / off, {load}: rate"] = round(on.per_second / off.per_second, 3)
@@ -239,10 +201,3 @@ class BenchReport:
                     name = f"{base} {m.goods} goods: combining / one at a time"
                     out[name] = round(m.per_second / single.per_second, 3)
         return out
-
-
-def _cpu(m: Measure) -> str:
-    """`5.89 (order_service 2.55, stock_service 1.69, ...)`: a stack's CPU ms per request and
-    its processes', the client left out."""
-    parts = ", ".join(f"{k} {v:.2f}" for k, v in m.cpu_ms.items() if k != "load" and v)
-    return f"{m.stack_cpu_ms:.2f} ({parts})"

@@ -11,7 +11,10 @@ side by side in one run.
    rounds; latency percentiles and batch sizes pool every round's answers.
 4. POST /genOrder end to end, on the ZooKeeper stack with combining, in each round, on one hot
    goods id and on `spread_goods` ids, next to that stack's reduceStock: the CPU of each order
-   by process (order service, stock service, ZooKeeper, Redis, and the client on its own).
+   by process (order service, stock service, ZooKeeper, Redis, and the client on its own),
+   and the batches of both sides from the services' metrics (orders per order-side batch,
+   requests per lock hold; batches.py). On the default stack, the same hot goods id with one
+   caller too, reduceStock and genOrder: what a lone request costs, beside a member's share.
    With `outbox_off` (--order-path), the same stack with STOCK_EVENTS=false takes a turn of its
    own in the rotation, reduceStock and genOrder: what writing the outbox costs. (The bench's
    stacks run no relay: the cost is the outbox rows written in the deduction's commit.)
@@ -26,9 +29,7 @@ is set.
 
 from __future__ import annotations
 
-import os
 import uuid
-from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +38,9 @@ import sqlalchemy as sa
 import migrations
 from inventory.bench.config import BenchConfig, StackConfig, stack_configs
 from inventory.bench.limits import measure_limits, warm_up_zookeeper
-from inventory.bench.loads import order_load, reduce_calls, reduce_load, seed_goods
-from inventory.bench.peer import prepare, start_peer
 from inventory.bench.pg_cpu import DatabaseCpu
 from inventory.bench.report import PEER, BenchReport
-from inventory.bench.tally import Tally, measured
+from inventory.bench.turns import ORDER, REDUCE, Tallies, peer_turn, stack_turn
 from inventory.local import stack, stack_state
 from inventory.local.etcd_server import start_etcd
 from inventory.local.homes import temporary_home
@@ -103,15 +102,13 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
         turns: list[StackConfig | str] = [*configs]
         if config.peer and StackConfig("zookeeper") in configs:
             turns.append(PEER)
-        tallies: dict[tuple[StackConfig, int], Tally] = {}
-        order_tallies: dict[tuple[str, int], Tally] = {}  # (configuration, goods)
-        peer_tallies: dict[int, Tally] = {}
+        tallies = Tallies()
         for round_no in range(config.rounds):
             shift = round_no % len(turns)
             for turn in turns[shift:] + turns[:shift]:
                 if isinstance(turn, str):
                     say(f"round {round_no + 1} of {config.rounds}: {PEER} ...")
-                    _peer_turn(home, config, env, database, round_no, peer_tallies)
+                    peer_turn(home, config, env, database, round_no, tallies.peer)
                     continue
                 stack_config = turn
                 say(f"round {round_no + 1} of {config.rounds}: {stack_config.label} ...")
@@ -125,46 +122,11 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
                 )
                 running.append(state)
                 try:
-                    goods = _seed_and_warm_up(state, config, stack_config)
-                    for goods_count in (1, config.spread_goods):
-                        tally = tallies.setdefault((stack_config, goods_count), Tally())
-                        calls = reduce_calls(
-                            state.redis_url, goods[goods_count], config.requests, seed=round_no
-                        )
-                        pids = _pids(state, own, ("stock_service",))
-                        run = partial(reduce_load, state, calls, config.concurrency)
-                        tally.add(*measured(pids, database, run))
-                    if stack_config.orders:
-                        # POST /genOrder, one unit of one goods id each (the goods reduceStock
-                        # used, stocked far above any run's demand: every order confirmed).
-                        for goods_count in (1, config.spread_goods):
-                            key = (stack_config.label, goods_count)
-                            tally = order_tallies.setdefault(key, Tally())
-                            pids = _pids(state, own, ("stock_service", "order_service"))
-                            run = partial(
-                                order_load,
-                                state.order_url,
-                                goods[goods_count],
-                                config.requests,
-                                config.concurrency,
-                            )
-                            tally.add(*measured(pids, database, run))
+                    stack_turn(state, config, stack_config, own, database, round_no, tallies)
                 finally:
                     stack.down(home=Path(state.home), say=lambda *_: None)
                     running.remove(state)
-
-        for stack_config in configs:
-            for goods_count in (1, config.spread_goods):
-                name = f"reduceStock {stack_config.label}, {goods_count} goods"
-                tally = tallies[(stack_config, goods_count)]
-                report.reduce.append(tally.measure(name, stack_config.label, goods_count))
-        # The stack with the outbox first (sorted: its label is the other's prefix).
-        for (config_label, goods_count), tally in sorted(order_tallies.items()):
-            name = f"genOrder {config_label}, {goods_count} goods"
-            report.gen_order.append(tally.measure(name, config_label, goods_count))
-        for goods_count, tally in sorted(peer_tallies.items()):
-            name = f"{PEER}, {goods_count} goods"
-            report.peer.append(tally.measure(name, PEER, goods_count))
+        _tally_up(report, configs, config.spread_goods, tallies)
         if database is not None:
             seen = database.attribution
             report.notes.append(
@@ -183,66 +145,26 @@ def _run_bench(home: Path, config: BenchConfig, env: dict[str, str], say: Any) -
             drop_database()
 
 
-def _peer_turn(
-    home: Path,
-    config: BenchConfig,
-    env: dict[str, str],
-    database: DatabaseCpu | None,
-    round_no: int,
-    tallies: dict[int, Tally],
+def _tally_up(
+    report: BenchReport, configs: list[StackConfig], spread: int, tallies: Tallies
 ) -> None:
-    """The one-database peer's turn: its tables in the bench's database (SQLite: a file of this
-    round's, as each stack's are), its goods stocked, gunicorn started and warmed up with a
-    short load over all of them, then the genOrder loads, CPU by process (the peer's gunicorn
-    and its workers, PostgreSQL's backends of the bench's database, the client alone)."""
-    folder = home / f"r{round_no}-peer"
-    folder.mkdir(parents=True, exist_ok=True)
-    url = env.get("STOCK_DATABASE_URL") or f"sqlite:///{folder / 'peer.db'}"
-    goods = {
-        1: ["bench-peer-hot-0"],
-        config.spread_goods: [f"bench-peer-spread-{i}" for i in range(config.spread_goods)],
-    }
-    everything = goods[1] + goods[config.spread_goods]
-    prepare(url, dict.fromkeys(everything, 100_000_000))
-    peer = start_peer(folder, url)
-    try:
-        order_load(peer.url, everything, max(2 * len(everything), 64), config.concurrency)
-        for goods_count in (1, config.spread_goods):
-            pids = {"peer": peer.pid, "load": os.getpid()}
-            run = partial(
-                order_load, peer.url, goods[goods_count], config.requests, config.concurrency
-            )
-            tallies.setdefault(goods_count, Tally()).add(*measured(pids, database, run))
-    finally:
-        peer.stop()
-
-
-def _seed_and_warm_up(
-    state: stack_state.StackState, config: BenchConfig, stack_config: StackConfig
-) -> dict[int, list[str]]:
-    """The goods of each load, the same ids in every round (a catalogue's lock paths and lock
-    rows outlive any one run, so their first use is not measured), and a short load over all
-    of them first: connection pools, compiled statements, the lock paths known to exist."""
-    prefix = "bench-" + stack_config.label.replace("/", "-").replace(" ", "-")
-    goods = {
-        1: seed_goods(state, 1, f"{prefix}-hot-"),
-        config.spread_goods: seed_goods(state, config.spread_goods, f"{prefix}-spread-"),
-    }
-    everything = goods[1] + goods[config.spread_goods]
-    calls = reduce_calls(state.redis_url, everything, max(2 * len(everything), 64), seed=0)
-    reduce_load(state, calls, config.concurrency)
-    if stack_config.orders:  # the order path is measured on it: warm it
-        order_load(state.order_url, everything, max(2 * len(everything), 64), config.concurrency)
-    return goods
-
-
-def _pids(
-    state: stack_state.StackState, own: list[ServerProcess], services: tuple[str, ...]
-) -> dict[str, int]:
-    pids = {name: state.pids[name] for name in services}
-    pids.update({server.name: server.pid for server in own})
-    pids["load"] = os.getpid()
-    return pids
+    for stack_config in configs:
+        for goods_count in (1, spread):
+            name = f"reduceStock {stack_config.label}, {goods_count} goods"
+            tally = tallies.reduce[(stack_config, goods_count)]
+            report.reduce.append(tally.measure(name, stack_config.label, goods_count))
+    # The stack with the outbox first (sorted: its label is the other's prefix).
+    for (config_label, goods_count), tally in sorted(tallies.orders.items()):
+        name = f"genOrder {config_label}, {goods_count} goods"
+        report.gen_order.append(tally.measure(name, config_label, goods_count))
+    for goods_count, tally in sorted(tallies.peer.items()):
+        name = f"{PEER}, {goods_count} goods"
+        report.peer.append(tally.measure(name, PEER, goods_count))
+    default = StackConfig("zookeeper").label
+    for call in (REDUCE, ORDER):
+        if call in tallies.lone:
+            name = f"{call} {default}, 1 goods, 1 caller"
+            report.lone.append(tallies.lone[call].measure(name, default, 1, callers=1))
 
 
 def throwaway_database(server_url: str) -> tuple[str, Any]:

@@ -5,14 +5,21 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from inventory.bench.report import BenchReport, Target
+from inventory.bench.report import BenchReport
+from inventory.bench.show_orders import (
+    goal_text,
+    print_batches,
+    print_members,
+    print_order_goals,
+    verdict,
+)
 
 
 def print_report(report: BenchReport, console: Any) -> None:
     """Tables that fit 80 columns: the figures, then rounds and ceilings, then the stages."""
     from rich.table import Table
 
-    measures = report.limits + report.reduce + report.gen_order + report.peer
+    measures = report.limits + report.reduce + report.gen_order + report.lone + report.peer
     table = Table(
         "measure",
         "per s",
@@ -46,12 +53,6 @@ def print_report(report: BenchReport, console: Any) -> None:
         ceiling = f"{m.cpu_ceiling:.0f}" if m.cpu_ceiling else ""
         spread.add_row(_short(m.name), " ".join(f"{r:.0f}" for r in m.rounds), ceiling)
     console.print(spread)
-    orders = Table("genOrder", "CPU ms per order, by process", title="what an order costs")
-    for m in report.gen_order + report.peer:
-        orders.add_row(
-            _short(m.name),
-            " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()) + f" (stack {m.stack_cpu_ms:.2f})",
-        )
     stages = Table(
         "reduceStock",
         "median stage ms (Server-Timing)",
@@ -65,25 +66,16 @@ def print_report(report: BenchReport, console: Any) -> None:
             " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
         )
     console.print(stages)
-    if report.gen_order:
-        console.print(orders)
+    print_batches(report, console, _short)
+    print_members(report, console)
     print_outbox(report, console)
+    all_targets = report.targets()
     targets = Table("ratio", "value", "goal", "", title="targets")
-    for t in report.targets():
+    for t in all_targets:
         if not t.figures:
-            targets.add_row(t.name, f"{t.value:.2f}", _goal(t), _verdict(t))
+            targets.add_row(t.name, f"{t.value:.2f}", goal_text(t), verdict(t))
     console.print(targets)
-    beside_peer = [t for t in report.targets() if t.figures]
-    if beside_peer:
-        console.print(
-            f"genOrder beside the one-database peer ({report.database}, same run, client and "
-            "rounds):"
-        )
-        for t in beside_peer:
-            console.print(
-                f"  {t.name}: {t.value:.2f} ({_goal(t)}): {_verdict(t)}[/]\n    {t.figures}",
-                highlight=False,
-            )
+    print_order_goals(report, console, all_targets)
     gains = Table("combining / one hold each", "ratio", title="what combining gains")
     for name, value in report.ratios().items():
         if "combining / one at a time" in name and "p99" not in name:
@@ -91,7 +83,7 @@ def print_report(report: BenchReport, console: Any) -> None:
     console.print(gains)
     for note in report.notes:
         console.print(f"note: {note}")
-    if any(not t.met for t in report.targets()):
+    if any(not t.met for t in all_targets):
         console.print(
             "note: a missed target says this run's ratio fell short of its goal; rates move "
             "with the machine, ratios less: run again, or with --rounds 5, before concluding"
@@ -172,13 +164,3 @@ def _short(name: str) -> str:
 
 def _fmt(value: float | None) -> str:
     return "" if value is None else f"{value:.1f}"
-
-
-def _goal(t: Target) -> str:
-    return f"{'<=' if t.at_most else '>='} {t.goal}" + (
-        f", moonshot {t.moonshot}" if t.moonshot else ""
-    )
-
-
-def _verdict(t: Target) -> str:
-    return "[green]met" if t.met else "[red]missed"

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from inventory.bench.batches import BatchCounts
 from inventory.bench.loads import LoadResult, stage_medians
 from inventory.bench.pg_cpu import DatabaseCpu
 from inventory.bench.report import Measure
@@ -26,6 +27,7 @@ class Tally:
     cpu: dict[str, float] = field(default_factory=dict)
     requests: int = 0
     errors: int = 0
+    batches: BatchCounts = field(default_factory=BatchCounts)  # from the services' metrics
 
     def add(self, result: LoadResult, cpu: dict[str, float]) -> None:
         self.rates.append(result.run.per_second)
@@ -38,7 +40,7 @@ class Tally:
         self.requests += len(result.run.answers)
         self.errors += len(result.run.answers) - result.ok
 
-    def measure(self, name: str, config: str, goods: int) -> Measure:
+    def measure(self, name: str, config: str, goods: int, callers: int = 0) -> Measure:
         """CPU per successful request (a confirmed order, a deduction), by process."""
         succeeded = max(self.requests - self.errors, 1)
         return Measure(
@@ -54,6 +56,9 @@ class Tally:
             self.errors,
             config,
             goods,
+            self.batches.orders_per_batch,
+            self.batches.requests_per_hold,
+            callers,
         )
 
 
