@@ -26,15 +26,15 @@ def total_ms(m: Measure) -> float:
     return sum(m.cpu_ms.values())
 
 
-def parts(m: Measure) -> str:
+def parts(m: Measure, client: bool = False) -> str:
     """`order service 2.40 ms at 4.0 orders per batch, stock service 1.90 ms at 6.0 requests
-    per hold, zookeeper 0.50 ms, ...`: the stack's processes, heaviest first, each service
-    with its batch size."""
+    per hold, zookeeper 0.50 ms, ...`: the stack's processes (and the client's, if asked),
+    heaviest first, each service with its batch size."""
     out = []
     for name, ms in sorted(m.cpu_ms.items(), key=lambda kv: -kv[1]):
-        if name == "load" or not ms:
+        if (name == "load" and not client) or not ms:
             continue
-        text = f"{name.replace('_', ' ')} {ms:.2f} ms"
+        text = f"{'client' if name == 'load' else name.replace('_', ' ')} {ms:.2f} ms"
         if name == "order_service" and m.orders_per_batch:
             text += f" at {m.orders_per_batch:.1f} orders per batch"
         if name == "stock_service" and m.requests_per_hold:
@@ -52,10 +52,10 @@ def rate_bound(order: Measure, other: Measure, other_name: str) -> str:
     ceiling = cores() * 1000 / flow
     if flow > theirs:
         return (
-            f"{parts(order)}: the flow's CPU per order {flow:.2f} ms (the client's included) > "
-            f"{other_name}'s {theirs:.2f} ms; on {cores()} cores that caps genOrder at "
-            f"{ceiling:.0f}/s and {other_name} at {cores() * 1000 / theirs:.0f}/s, a ratio of at "
-            f"most {theirs / flow:.2f}"
+            f"{parts(order, client=True)}: the flow's CPU per order {flow:.2f} ms > "
+            f"{other_name}'s {theirs:.2f} ms (the client's in both); on {cores()} cores that "
+            f"caps genOrder at {ceiling:.0f}/s and {other_name} at "
+            f"{cores() * 1000 / theirs:.0f}/s, a ratio of at most {theirs / flow:.2f}"
         )
     return (
         f"not the CPU (the flow's {flow:.2f} ms per order <= {other_name}'s {theirs:.2f} ms): "

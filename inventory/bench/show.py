@@ -66,7 +66,7 @@ def print_report(report: BenchReport, console: Any) -> None:
             " ".join(f"{k} {v}" for k, v in m.cpu_ms.items()),
         )
     console.print(stages)
-    print_batches(report, console, _short)
+    print_batches(report, console)
     print_members(report, console)
     print_outbox(report, console)
     all_targets = report.targets()
@@ -80,7 +80,8 @@ def print_report(report: BenchReport, console: Any) -> None:
     for name, value in report.ratios().items():
         if "combining / one at a time" in name and "p99" not in name:
             gains.add_row(name.removesuffix(": combining / one at a time"), f"{value:.2f}")
-    console.print(gains)
+    if gains.row_count:  # --order-path measures no stack one request per hold
+        console.print(gains)
     for note in report.notes:
         console.print(f"note: {note}")
     if any(not t.met for t in all_targets):
@@ -151,6 +152,7 @@ def _short(name: str) -> str:
     """`reduceStock zookeeper/sku combining, 1 goods` -> `zk/sku combining, 1`."""
     return (
         name.removeprefix("reduceStock ")
+        .replace(" combining, 1 goods, 1 caller", " 1 caller")
         .replace("zookeeper", "zk")
         .replace(" one at a time", " one-by-one")
         .replace(" combining outbox off", " no outbox")

@@ -14,7 +14,7 @@ def batch_cell(value: float | None) -> str:
     return f"{value:.1f}" if value is not None else ""
 
 
-def print_batches(report: BenchReport, console: Any, short: Any) -> None:
+def print_batches(report: BenchReport, console: Any) -> None:
     """Per load: orders per order-side batch, requests per lock hold (both from the services'
     metrics, each batch counted once), and the CPU ms per request of each process."""
     from rich.table import Table
@@ -23,28 +23,49 @@ def print_batches(report: BenchReport, console: Any, short: Any) -> None:
     if not rows:
         return
     table = Table(
-        "measure",
-        "orders /batch",
-        "req. /hold",
-        "CPU ms per request, by process (stack: the client left out)",
+        "load",
+        "orders\n/batch",
+        "req.\n/hold",
+        "stack\nms",
+        "CPU ms per request, by process",
         title="batches and CPU per request",
         caption="orders /batch: the order service's batches; req. /hold: requests per lock "
-        "hold of the stock service; 1 caller: the lone loads",
+        "hold of the stock service (both from their metrics); stack: every process but the "
+        "client; pg: the bench database's backends, by application",
     )
     table.columns[0].no_wrap = True
     for m in rows:
         table.add_row(
-            short(m.name),
+            row_label(m.name),
             batch_cell(m.orders_per_batch),
             batch_cell(m.requests_per_hold),
+            f"{m.stack_cpu_ms:.2f}" if m.cpu_ms else "",
             cpu_by_process(m),
         )
     console.print(table)
 
 
+def row_label(name: str) -> str:
+    """`genOrder zookeeper/sku combining, 1 goods, 1 caller` -> `genOrder zk, 1, 1 caller`."""
+    return (
+        name.replace("zookeeper/sku combining outbox off", "zk no outbox")
+        .replace("zookeeper/sku combining", "zk")
+        .replace("zookeeper/sku one at a time", "zk one-by-one")
+        .replace("one-database peer", "peer")
+        .replace(" goods", "")
+        .replace("reduceStock ", "reduce ")
+    )
+
+
+SHORT = {"order_service": "order", "stock_service": "stock", "zookeeper": "zk", "load": "client"}
+
+
 def cpu_by_process(m: Measure) -> str:
-    parts = " ".join(f"{k} {v:.2f}" for k, v in m.cpu_ms.items())
-    return f"{parts} (stack {m.stack_cpu_ms:.2f})" if m.cpu_ms else ""
+    """`order=1.93 stock=1.48 zk=0.50 pg-order=0.29 ... client=0.41`, the zeros left out; each
+    a word of its own, so a narrow column wraps between them, never inside one."""
+    return " ".join(
+        f"{SHORT.get(k, k.replace('postgres ', 'pg-'))}={v:.2f}" for k, v in m.cpu_ms.items() if v
+    )
 
 
 def print_members(report: BenchReport, console: Any) -> None:
@@ -59,18 +80,18 @@ def print_members(report: BenchReport, console: Any) -> None:
     table = Table(
         "service",
         "load",
-        "lone ms",
+        "lone",
         "batch",
-        "member ms",
+        "member",
         "batch",
-        "member /lone",
+        "member\n/lone",
         title=f"what a member costs: 1 caller vs {report.concurrency}, CPU ms per request",
         caption="batch: orders per batch (order service), requests per lock hold (stock "
         "service); lone: the hot goods id, one caller",
     )
     for c in costs:
         table.add_row(
-            c.service.replace("_", " "),
+            c.service.removesuffix("_service"),
             c.load,
             f"{c.lone_ms:.2f}",
             batch_cell(c.lone_batch),

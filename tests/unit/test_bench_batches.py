@@ -176,9 +176,13 @@ def test_the_report_prints_batches_members_and_bounds() -> None:
     print_report(_report(), Console(file=out, width=200))
     text = out.getvalue()
     batches = text[text.index("batches and CPU per request") :]
-    row = next(line for line in batches.splitlines() if "genOrder zk/sku combining, 1 " in line)
-    assert "4.0" in row and "order_service 2.40" in row and "(stack 4.40)" in row
+    row = next(line for line in batches.splitlines() if "genOrder zk, 1 " in line)
+    assert [cell.strip() for cell in row.split("│")[2:5]] == ["4.0", "4.0", "4.40"], row
+    assert "order=2.40 stock=1.50 zk=0.50 client=0.80" in row
+    lone = next(line for line in batches.splitlines() if "genOrder zk, 1, 1 caller" in line)
+    assert "order=8.00 stock=3.00 client=1.00" in lone
     members = text[text.index("what a member costs") :]
-    row = next(line for line in members.splitlines() if "order service" in line)
-    assert "8.00" in row and "2.40" in row and "0.30" in row
+    row = next(line for line in members.splitlines() if "│ order " in line)
+    cells = [cell.strip() for cell in row.split("│")[1:-1]]
+    assert cells == ["order", "genOrder, 1 goods", "8.00", "1.0", "2.40", "4.0", "0.30"]
     assert "bounded by: hot goods: order service 2.40 ms at 4.0 orders per batch" in text
