@@ -61,7 +61,9 @@ def create_app(
     )
     store = OrderStore(engine)
     flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
-    batches = OrderBatches(store, flags, stock, settings.order_batch_max)
+    batches = OrderBatches(
+        store, flags, stock, settings.order_batch_max, settings.order_batch_wait_ms / 1000
+    )
     flow = OrderFlow(
         store,
         redis_client,

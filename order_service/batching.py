@@ -1,6 +1,7 @@
 """POST /genOrder's steps for a batch of orders. The orders of one process that arrive while a
-batch is in flight form the next (coordination/combining.py: no timer, a lone order goes at once),
-and one of their request threads runs the article's steps for all of them:
+batch is in flight form the next (coordination/combining.py: a lone order goes at once; one
+that queued may wait up to ORDER_BATCH_WAIT_MS more for companions once it leads), and one of
+their request threads runs the article's steps for all of them:
 
     create the orders PENDING (one transaction) -> write their flags (one Redis pipeline) ->
     deduct (a stock call carrying every flag: PUT /reduceStock, cut into several under
@@ -96,11 +97,14 @@ class OrderBatches:
         flags: FlagWriter,
         stock: StockClient,
         batch_max: int,
+        companion_wait: float = 0.0,
     ) -> None:
         self.store = store
         self.flags = flags
         self.stock = stock
-        self.combiner: Combiner[Item, BatchResult] = Combiner(self.run_batch, batch_max)
+        self.combiner: Combiner[Item, BatchResult] = Combiner(
+            self.run_batch, batch_max, companion_wait
+        )
 
     def submit(self, order: NewOrder, request: OrderRequest, patience: float) -> BatchResult:
         """Place one order in the next batch; LockTimeout (nothing written) if it queued for

@@ -74,6 +74,7 @@ PROGRAMS: dict[str, frozenset[str]] = {
             *STOCK_CALLS,
             "order_batch_max",
             "order_batch_bytes",
+            "order_batch_wait_ms",
             "idempotency_wait",
             *LIMITS,
             *SCHEMA,

@@ -11,6 +11,10 @@ from typing import Any
 
 from shared.contract import MAX_BATCH_FLAGS
 
+# A companion wait longer than a few milliseconds would cost every queued order more than the
+# batch it fills saves.
+MAX_BATCH_WAIT_MS = 20.0
+
 # A shared.settings.Settings: named loosely, as that module imports this one (no circle).
 Settings = Any
 
@@ -104,6 +108,14 @@ CHECKS = (
             None
             if 1 <= s.order_batch_max <= MAX_BATCH_FLAGS
             else f"ORDER_BATCH_MAX must be 1 to {MAX_BATCH_FLAGS} (1: one at a time)"
+        ),
+    ),
+    Check(
+        frozenset({"order_batch_wait_ms"}),
+        lambda s: (
+            None
+            if 0 <= s.order_batch_wait_ms <= MAX_BATCH_WAIT_MS
+            else f"ORDER_BATCH_WAIT_MS must be 0 to {MAX_BATCH_WAIT_MS:g} (0: no wait)"
         ),
     ),
     _positive("deduct_batch_max", at_least=1),

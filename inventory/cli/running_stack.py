@@ -15,6 +15,7 @@ from rich.console import Console
 
 from inventory.cli.errors import UsageError
 from inventory.local import stack_state
+from inventory.local.gunicorn import service_shape
 from inventory.local.servers import pid_alive
 
 console = Console()
@@ -64,7 +65,11 @@ def print_status(state: stack_state.StackState) -> None:
     console.print(f"order database  {state.order_database_url}")
     console.print(f"stock database  {state.stock_database_url}")
     console.print(f"lock            {state.lock_backend} / {state.lock_scope}")
-    console.print(f"gunicorn        --workers {state.workers} --threads {state.threads}")
+    order = service_shape("order_service", state.workers, state.threads)
+    console.print(
+        f"gunicorn        stock service --workers {state.workers} --threads {state.threads}, "
+        f"order service --workers {order[0]} --threads {order[1]}"
+    )
     if state.admin_token:
         console.print(f"admin token     in {data['admin_token_in']} (admin_token)")
     running = ", ".join(f"{n}={'up' if alive else 'DOWN'}" for n, alive in data["running"].items())

@@ -12,7 +12,7 @@ from pathlib import Path
 import httpx
 
 from inventory.local import servers
-from inventory.local.gunicorn import ready_folder, start_service
+from inventory.local.gunicorn import ready_folder, service_shape, start_service
 from inventory.local.servers import (
     ServerError,
     free_port,
@@ -53,7 +53,7 @@ def start_services(
     if f":{order_port}" in state.stock_url:
         order_port = free_port()
     started["order_service"], _ = start_listening(
-        "order_service", order_port, home, order_env, workers, threads * 2
+        "order_service", order_port, home, order_env, workers, threads
     )
     return {**env, **state.env()}
 
@@ -112,10 +112,11 @@ def wait_until_the_services_are_healthy(state: StackState, started: dict[str, in
         pid = started[name]
         log, alive = home / f"{name}.log", partial(pid_alive, pid)
         wait_until(partial(healthy, url), 60, name, log, alive=alive)
+        workers, _ = service_shape(name, state.workers, state.threads)
         wait_until(
-            partial(all_workers_ready, ready_folder(home, name), state.workers),
+            partial(all_workers_ready, ready_folder(home, name), workers),
             60,
-            f"{name}'s {state.workers} workers",
+            f"{name}'s {workers} workers",
             log,
             alive=alive,
         )
