@@ -4,7 +4,8 @@ ratios and targets (report.py, shown by show.py), beside a one-database peer (pe
 
 from inventory.bench.config import BenchConfig
 from inventory.bench.files import write_report
-from inventory.bench.report import BenchReport, Measure
+from inventory.bench.measures import Measure
+from inventory.bench.report import BenchReport
 from inventory.bench.runner import run_bench
 from inventory.bench.show import print_report
 

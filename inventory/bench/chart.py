@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from inventory.bench.report import NO_LOCK, PEER, BenchReport
+from inventory.bench.measures import NO_LOCK, PEER
+from inventory.bench.report import BenchReport
 
 
 def draw_chart(report: BenchReport, path: Path) -> None:

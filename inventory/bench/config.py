@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inventory.bench.report import COMBINING, NO_LOCK, label
+from inventory.bench.measures import COMBINING, NO_LOCK, label
 
 
 @dataclass

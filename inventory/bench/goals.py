@@ -7,8 +7,27 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Protocol
 
-from inventory.bench.report import COMBINING, BenchReport, Measure, Target, label
+from inventory.bench.measures import COMBINING, Measure, Target, label
+
+
+class BenchReport(Protocol):
+    """What the goals read of a report (report.py's BenchReport, which judges itself by them)."""
+
+    database: str
+    concurrency: int
+    lone: list[Measure]
+
+    @property
+    def spread(self) -> int: ...
+
+    def reduce_of(self, config: str, goods: int) -> Measure | None: ...
+
+    def order_of(self, goods: int, events: bool = True) -> Measure | None: ...
+
+    def peer_of(self, goods: int) -> Measure | None: ...
+
 
 # The peer goals: (goal, moonshot) of genOrder's rate over the peer's, hot goods id / spread.
 HOT_RATE, SPREAD_RATE = (1.0, 1.5), (0.6, 0.8)

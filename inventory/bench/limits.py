@@ -16,7 +16,7 @@ from kazoo.client import KazooClient
 from sqlalchemy import text
 
 from coordination.locks.kazoo_handler import PollingHandler
-from inventory.bench.report import Measure
+from inventory.bench.measures import Measure
 from shared.db import make_engine
 
 

@@ -38,8 +38,9 @@ import sqlalchemy as sa
 import migrations
 from inventory.bench.config import BenchConfig, StackConfig, stack_configs
 from inventory.bench.limits import measure_limits, warm_up_zookeeper
+from inventory.bench.measures import PEER
 from inventory.bench.pg_cpu import DatabaseCpu
-from inventory.bench.report import PEER, BenchReport
+from inventory.bench.report import BenchReport
 from inventory.bench.turns import ORDER, REDUCE, Tallies, peer_turn, stack_turn
 from inventory.local import stack, stack_state
 from inventory.local.etcd_server import start_etcd

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 from inventory.bench.goals import member_costs
-from inventory.bench.report import BenchReport, Measure, Target
+from inventory.bench.measures import Measure, Target
+from inventory.bench.report import BenchReport
 
 
 def batch_cell(value: float | None) -> str:

@@ -11,8 +11,8 @@ from typing import Any
 
 from inventory.bench.batches import BatchCounts
 from inventory.bench.loads import LoadResult, stage_medians
+from inventory.bench.measures import Measure
 from inventory.bench.pg_cpu import DatabaseCpu
-from inventory.bench.report import Measure
 from inventory.load.cpu import snapshot
 
 
