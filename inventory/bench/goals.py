@@ -62,25 +62,30 @@ def parts(m: Measure, client: bool = False) -> str:
     return ", ".join(out)
 
 
-def rate_bound(order: Measure, other: Measure, other_name: str) -> str:
-    """What caps genOrder's rate against `other`'s: the CPU each spends per request (the
-    client's included: it shares the cores), or, where the CPU would allow more, the wait."""
+def rate_bound(order: Measure, other: Measure, other_name: str, goal: float) -> str:
+    """What holds genOrder's rate against `other`'s below `goal`: the CPU each spends per
+    request (the client's included: it shares the cores), when at those costs the cores cannot
+    give the goal's ratio; otherwise the waiting, the share of its CPU ceiling each reached."""
     flow, theirs = total_ms(order), total_ms(other)
     if not flow or not theirs:
         return ""
-    ceiling = cores() * 1000 / flow
-    if flow > theirs:
+    ceiling, their_ceiling = cores() * 1000 / flow, cores() * 1000 / theirs
+    costs = (
+        f"{parts(order, client=True)}: the flow's CPU per order {flow:.2f} ms against "
+        f"{other_name}'s {theirs:.2f} ms (the client's in both)"
+    )
+    if theirs / flow < goal:
         return (
-            f"{parts(order, client=True)}: the flow's CPU per order {flow:.2f} ms > "
-            f"{other_name}'s {theirs:.2f} ms (the client's in both); on {cores()} cores that "
-            f"caps genOrder at {ceiling:.0f}/s and {other_name} at "
-            f"{cores() * 1000 / theirs:.0f}/s, a ratio of at most {theirs / flow:.2f}"
+            f"{costs}; on {cores()} cores that caps genOrder at {ceiling:.0f}/s and "
+            f"{other_name} at {their_ceiling:.0f}/s, a ratio of at most {theirs / flow:.2f}"
         )
     return (
-        f"not the CPU (the flow's {flow:.2f} ms per order <= {other_name}'s {theirs:.2f} ms): "
-        f"genOrder ran at {order.per_second / ceiling:.0%} of its CPU ceiling ({ceiling:.0f}/s), "
-        f"waiting: p50 {order.p50_ms or 0:.0f} ms, {order.orders_per_batch or 0:.1f} orders per "
-        f"batch, {order.requests_per_hold or 0:.1f} requests per hold"
+        f"not the CPU alone ({costs}, which allow a ratio up to {theirs / flow:.2f}): genOrder "
+        f"ran at {order.per_second / ceiling:.0%} of its CPU ceiling ({ceiling:.0f}/s), "
+        f"{other_name} at {other.per_second / their_ceiling:.0%} of its; genOrder's p50 "
+        f"{order.p50_ms or 0:.0f} ms against {other.p50_ms or 0:.0f} ms, at "
+        f"{order.orders_per_batch or 0:.1f} orders per batch and "
+        f"{order.requests_per_hold or 0:.1f} requests per hold"
     )
 
 
@@ -97,7 +102,7 @@ def order_targets(report: BenchReport, hot: Measure | None) -> list[Target]:
                 SQLITE_ORDER_OVER_REDUCE,
                 figures=f"genOrder {order_hot.per_second:.0f}/s, "
                 f"reduceStock {hot.per_second:.0f}/s",
-                bound=rate_bound(order_hot, hot, "reduceStock"),
+                bound=rate_bound(order_hot, hot, "reduceStock", SQLITE_ORDER_OVER_REDUCE),
             )
         )
     return out + peer_targets(report)
@@ -122,7 +127,7 @@ def peer_targets(report: BenchReport) -> list[Target]:
                     goal,
                     moonshot,
                     figures=f"genOrder {order.per_second:.0f}/s, peer {peer.per_second:.0f}/s",
-                    bound=rate_bound(order, peer, "the peer"),
+                    bound=rate_bound(order, peer, "the peer", goal),
                 )
             )
     # A peer turn short enough to read 0 clock ticks has no CPU to compare with.
@@ -161,7 +166,7 @@ def peer_targets(report: BenchReport) -> list[Target]:
                     + (f" vs peer {p.p99_ms:.0f}" if p and p.p99_ms is not None else "")
                     for g, o, p in with_p99
                 ),
-                bound=_p99_bound(report.concurrency, worst_p99[0], worst_p99[1]),
+                bound=_p99_bound(report.concurrency, *worst_p99),
             )
         )
     return out
@@ -174,17 +179,19 @@ def _cpu_bound(goods: str, order: Measure, peer: Measure) -> str:
     )
 
 
-def _p99_bound(callers: int, goods: str, order: Measure) -> str:
+def _p99_bound(callers: int, goods: str, order: Measure, peer: Measure | None) -> str:
     """The callers wait, on average, callers / rate (Little's law): the rate, capped by the
-    CPU per order, sets the queue the tail grows from."""
+    CPU per order, sets the queue the tail grows from; the peer's p99 on the same load says how
+    much of the tail is the machine's."""
     if not order.per_second:
         return ""
     flow = total_ms(order)
     ceiling = f", the CPU's ceiling {cores() * 1000 / flow:.0f}/s at {flow:.2f} ms" if flow else ""
+    beside = f"; the peer's p99 on it {peer.p99_ms:.0f} ms" if peer and peer.p99_ms else ""
     return (
         f"{goods}: p99 {order.p99_ms or 0:.0f} ms, p50 {order.p50_ms or 0:.0f} ms at "
         f"{order.per_second:.0f}/s: {callers} callers at that rate wait "
-        f"{callers * 1000 / order.per_second:.0f} ms on average (callers / rate){ceiling}"
+        f"{callers * 1000 / order.per_second:.0f} ms on average (callers / rate){ceiling}{beside}"
     )
 
 

@@ -162,6 +162,7 @@ def test_missed_goals_say_what_bounds_them() -> None:
     assert "the flow's 4.40 ms > the peer's 2.00 ms" in cpu.bound
     p99 = targets["genOrder p99 ms at 16 callers, hot goods and 100 goods"]
     assert not p99.met and "100 goods: p99 220 ms" in p99.bound and "wait 53 ms" in p99.bound
+    assert "the peer's p99 on it 90 ms" in p99.bound
     spread = targets["genOrder / one-database peer, 100 goods"]
     assert (spread.goal, spread.moonshot) == (0.6, 0.8)
     # genOrder against reduceStock is SQLite's goal only (on a server, the peer's four).
@@ -169,6 +170,21 @@ def test_missed_goals_say_what_bounds_them() -> None:
     on_sqlite = {t.name: t for t in _report("sqlite").targets()}
     assert on_sqlite["genOrder / reduceStock, hot goods"].goal == 0.8
     assert "reduceStock's 1.40 ms" in on_sqlite["genOrder / reduceStock, hot goods"].bound
+
+
+def test_a_rate_goal_the_cpu_allows_is_bounded_by_the_wait(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("inventory.bench.goals.cores", lambda: 2)
+    report = _report()
+    peer = report.peer_of(1)
+    assert peer is not None
+    peer.cpu_ms = {"peer": 4.5, "load": 1.0}  # 5.5 ms against the flow's 5.2: a 1.06 cap
+    hot = next(t for t in report.targets() if t.name == "genOrder / one-database peer, hot goods")
+    assert not hot.met
+    assert hot.bound.startswith("not the CPU alone (")
+    assert "allow a ratio up to 1.06" in hot.bound
+    assert "genOrder ran at 78% of its CPU ceiling (385/s), the peer at 138% of its" in hot.bound
 
 
 def test_the_report_prints_batches_members_and_bounds() -> None:
