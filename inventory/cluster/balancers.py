@@ -22,9 +22,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from inventory.cluster import topology
+from inventory.cluster import delay_proxy, topology
 from inventory.cluster.topology import Host
 
+# The latency bench's peer (inventory/cluster/latency_peer.py) on the order hosts, and the
+# balancers' port for it (only with the links delayed).
+PEER_PORT, LB_PEER_PORT = 8090, 8083
 MONITOR_PORT = 8404  # haproxy's own liveness (monitor-uri), what keepalived tracks
 VRRP_ROUTER_ID = 77
 # VRRP version 3 counts adverts in centiseconds. The backup takes over after 3 adverts and a
@@ -41,12 +44,20 @@ ADVERT_INT = 0.25
 PG_CHECK = "inter 500ms fall 4 rise 1"
 
 
-def haproxy_config(lb: Host, folder: Path) -> Path:
+def haproxy_config(lb: Host, folder: Path, proxied: bool = False) -> Path:
+    """`proxied` (the cluster's links delayed): PostgreSQL reached through the delaying proxy
+    on each database host (Patroni's check stays on its own port), and the latency bench's
+    one-database peer routed to the order hosts like the order service."""
+    pg_port = delay_proxy.PORT if proxied else topology.PG_PORT
+    routes = [("order", topology.LB_ORDER_PORT, topology.SERVICE_PORT)]
+    routes.append(("stock", topology.LB_STOCK_PORT, topology.SERVICE_PORT))
+    if proxied:
+        routes.append(("peer", LB_PEER_PORT, PEER_PORT))
     sections = [f"frontend alive\n    bind {lb.address}:{MONITOR_PORT}\n    monitor-uri /alive\n"]
-    for role, port in (("order", topology.LB_ORDER_PORT), ("stock", topology.LB_STOCK_PORT)):
+    for role, port, replica_port in routes:
         replicas = "".join(
-            f"    server {h.name} {h.address}:{topology.SERVICE_PORT} check\n"
-            for h in topology.by_role(role)
+            f"    server {h.name} {h.address}:{replica_port} check\n"
+            for h in topology.by_role("order" if role == "peer" else role)
         )
         sections.append(
             f"frontend {role}\n    bind :{port}\n    default_backend {role}\n"
@@ -57,7 +68,7 @@ def haproxy_config(lb: Host, folder: Path) -> Path:
             f"    default-server inter 500ms fall 2 rise 2\n{replicas}"
         )
     databases = "".join(
-        f"    server {h.name} {h.address}:{topology.PG_PORT} check port {topology.PATRONI_PORT}\n"
+        f"    server {h.name} {h.address}:{pg_port} check port {topology.PATRONI_PORT}\n"
         for h in topology.by_role("postgres")
     )
     sections.append(

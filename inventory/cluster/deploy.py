@@ -56,6 +56,9 @@ class ClusterState:
     settings: dict[str, str] = field(default_factory=dict)  # the replicas' overrides
     workers: int = 2
     threads: int = 8
+    # ms added each way on the links to PostgreSQL and between its hosts (delay_proxy.py);
+    # None: no proxy in the path
+    link_delay_ms: float | None = None
 
     def save(self) -> None:
         path = Path(self.home, STATE_FILE)
@@ -100,6 +103,7 @@ def up(
     threads: int = 8,
     settings: dict[str, str] | None = None,
     say: Any = print,
+    link_delay_ms: float | None = None,
 ) -> ClusterState:
     require_tools()
     home = home_dir()
@@ -121,6 +125,7 @@ def up(
         Settings.from_env({**nodes.base_env(overrides), **secrets.env_for(role)})
     say(f"credentials in {secrets.save(home)} (0600)")
     state = ClusterState(str(home), settings=overrides, workers=workers, threads=threads)
+    state.link_delay_ms = link_delay_ms
     state.save()
     try:
         _bring_up(state, secrets, say)
@@ -154,13 +159,18 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     for node in topology.SENTINELS:
         start(state, nodes.sentinel(node, home, secrets))
     first, *others = topology.by_role("postgres")
-    start(state, nodes.patroni(first, home, secrets))  # it bootstraps; the others copy it
+    proxied = state.link_delay_ms is not None
+    if state.link_delay_ms is not None:
+        for pg in topology.by_role("postgres"):
+            start(state, nodes.link_delay(pg, home, state.link_delay_ms))
+        say(f"a proxy adding {state.link_delay_ms} ms each way in front of each PostgreSQL")
+    start(state, nodes.patroni(first, home, secrets, proxied))  # it bootstraps; others copy it
     for lb in topology.by_role("haproxy"):
-        start(state, nodes.haproxy(lb, home))
+        start(state, nodes.haproxy(lb, home, proxied))
         start(state, nodes.keepalived(lb, home))
     wait_until(lambda: pg_ha.primary() is not None, 90, "PostgreSQL primary", Path(home, "pg1.log"))
     for pg in others:
-        start(state, nodes.patroni(pg, home, secrets))
+        start(state, nodes.patroni(pg, home, secrets, proxied))
     pg_roles.create_roles_and_databases(secrets)
     wait_until(
         lambda: balancers.vip_holder() is not None, 30, f"a load balancer holding {topology.VIP}"

@@ -16,7 +16,16 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inventory.cluster import balancers, netns, pg_ha, redis_ha, tls, topology, zk_acl
+from inventory.cluster import (
+    balancers,
+    delay_proxy,
+    netns,
+    pg_ha,
+    redis_ha,
+    tls,
+    topology,
+    zk_acl,
+)
 from inventory.cluster.secrets import Secrets
 from inventory.cluster.topology import Host
 from inventory.local import servers
@@ -195,17 +204,32 @@ def sentinel(node: Host, home: Path, secrets: Secrets) -> Proc:
     return Proc(f"s-{node.name}", node.name, argv, str(folder / "sentinel.log"))
 
 
-def patroni(pg: Host, home: Path, secrets: Secrets) -> Proc:
-    argv = pg_ha.patroni_argv(pg, home, secrets)
+def patroni(pg: Host, home: Path, secrets: Secrets, proxied: bool = False) -> Proc:
+    argv = pg_ha.patroni_argv(pg, home, secrets, proxied)
     return Proc(pg.name, pg.name, argv, str(home / f"{pg.name}.log"), identity="patroni")
 
 
-def haproxy(lb: Host, home: Path) -> Proc:
+def haproxy(lb: Host, home: Path, proxied: bool = False) -> Proc:
     folder = _folder(home, lb.name)
-    config = balancers.haproxy_config(lb, folder)
+    config = balancers.haproxy_config(lb, folder, proxied)
     return Proc(
         lb.name, lb.name, ["haproxy", "-db", "-f", str(config)], str(folder / "haproxy.log")
     )
+
+
+def link_delay(pg: Host, home: Path, delay_ms: float) -> Proc:
+    """The delaying proxy in front of a database host's PostgreSQL (delay_proxy.py): the
+    balancers and the other database host's replication connect through it. Its delay is read
+    again from `link-delay-ms` in its folder on SIGHUP."""
+    folder = _folder(home, f"delay-{pg.name}")
+    (folder / "link-delay-ms").write_text(f"{delay_ms}\n")
+    argv = [
+        sys.executable, "-m", "inventory.cluster.delay_proxy",
+        "--listen", f"{pg.address}:{delay_proxy.PORT}",
+        "--target", f"{pg.address}:{topology.PG_PORT}",
+        "--delay-ms", str(delay_ms), "--delay-file", str(folder / "link-delay-ms"),
+    ]  # fmt: skip
+    return Proc(f"delay-{pg.name}", pg.name, argv, str(folder / "delay.log"))
 
 
 def keepalived(lb: Host, home: Path) -> Proc:

@@ -35,6 +35,7 @@ from typing import Any
 import psycopg
 
 from inventory.cluster import netns, tls, topology
+from inventory.cluster.delay_proxy import PORT as PROXY_PORT
 from inventory.cluster.secrets import Secrets
 from inventory.cluster.topology import Host
 
@@ -46,6 +47,9 @@ OPERATOR = f"{netns.SUBNET}.1"  # the bridge's address: the root namespace, the 
 # outbox)
 SERVICE_ROLES = {"orders": "orders", "stock": "stock", "reconciler": "orders", "relay": "stock"}
 OWNED = ("orders", "stock")
+# With the links delayed (`cluster up --link-delay-ms`, delay_proxy.py): the latency bench's
+# one-database peer logs in as its own role to its own database.
+PEER_ROLE = "peer"
 # Patroni's clock (see the module's docstring): how long a dead primary's leader key outlives
 # it, how often each Patroni looks, and how long it retries the store before failsafe mode.
 TIMING = {"ttl": 4, "loop_wait": 1, "retry_timeout": 1}
@@ -60,15 +64,21 @@ def require_patroni() -> None:
         )
 
 
-def pg_hba(with_tls: bool) -> list[str]:
+def pg_hba(with_tls: bool, proxied: bool = False) -> list[str]:
+    """`proxied`: a delaying proxy on each database host stands between the balancers and
+    PostgreSQL, so the services' logins come from the database hosts' own addresses (the
+    proxy's), and the latency bench's peer logs in too."""
     db_hosts = [h.address for h in topology.by_role("postgres")]
     balancers = [h.address for h in topology.by_role("haproxy")]
+    roles = {**SERVICE_ROLES, PEER_ROLE: PEER_ROLE} if proxied else SERVICE_ROLES
+    if proxied:
+        balancers += db_hosts
     host = "hostssl" if with_tls else "host"  # hostssl: a login without TLS finds no line
     lines = ["local all postgres peer"]
     lines += [f"{host} all postgres {a}/32 scram-sha-256" for a in [*db_hosts, OPERATOR]]
     lines += [f"{host} replication replicator {a}/32 scram-sha-256" for a in db_hosts]
     lines += [f"{host} postgres rewind {a}/32 scram-sha-256" for a in db_hosts]
-    for role, database in SERVICE_ROLES.items():
+    for role, database in roles.items():
         lines += [f"{host} {database} {role} {a}/32 scram-sha-256" for a in balancers]
     # The operator migrates as each database's owner, through the load balancers' address
     # like the services (covered above), and reads as the superuser (covered above).
@@ -76,7 +86,7 @@ def pg_hba(with_tls: bool) -> list[str]:
     return lines
 
 
-def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
+def config(pg: Host, folder: Path, secrets: Secrets, proxied: bool = False) -> dict[str, Any]:
     with_tls = bool(secrets.tls_ca)
     # TLS (inventory/cluster/tls.py): the server's certificate and key in the host's folder;
     # Patroni's own connections to the other host (replication, rewind) check it too.
@@ -141,7 +151,8 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
         },
         "postgresql": {
             "listen": f"{pg.address}:{topology.PG_PORT}",
-            "connect_address": f"{pg.address}:{topology.PG_PORT}",
+            # Proxied: the standby's replication connects through the primary's proxy.
+            "connect_address": f"{pg.address}:{PROXY_PORT if proxied else topology.PG_PORT}",
             "data_dir": str(folder / "data"),
             "bin_dir": str(PG_BIN),
             "pgpass": str(folder / "pgpass"),
@@ -154,7 +165,7 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
                 "replication": login("replicator"),
                 "rewind": login("rewind"),
             },
-            "pg_hba": pg_hba(with_tls),
+            "pg_hba": pg_hba(with_tls, proxied),
             # When pg_rewind fails all the same, the host starts over from a copy of the
             # primary (a basebackup) instead of failing to start forever.
             "remove_data_directory_on_rewind_failure": True,
@@ -162,7 +173,7 @@ def config(pg: Host, folder: Path, secrets: Secrets) -> dict[str, Any]:
     }
 
 
-def patroni_argv(pg: Host, home: Path, secrets: Secrets) -> list[str]:
+def patroni_argv(pg: Host, home: Path, secrets: Secrets, proxied: bool = False) -> list[str]:
     """The command that runs Patroni (and so PostgreSQL) on a database host, as the postgres
     user (its ZooKeeper identity comes in the environment: Secrets.env_for("patroni")). Its
     folder and config (passwords inside) are the postgres user's alone (0700, 0600)."""
@@ -172,7 +183,7 @@ def patroni_argv(pg: Host, home: Path, secrets: Secrets) -> list[str]:
     folder.chmod(0o700)
     path = folder / "patroni.yml"
     path.touch(mode=0o600)
-    path.write_text(json.dumps(config(pg, folder, secrets), indent=2))  # JSON is YAML
+    path.write_text(json.dumps(config(pg, folder, secrets, proxied), indent=2))  # JSON is YAML
     if secrets.tls_ca:
         tls.install_server_files(Path(secrets.tls_ca).parent.parent, folder)
     wrapper = folder / WRAPPER.name  # the checkout may be out of the postgres user's reach

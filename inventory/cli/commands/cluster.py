@@ -16,7 +16,8 @@ from inventory.cli.options import at_least
 NAME = "cluster"
 SUMMARY = (
     "a multi-node cluster in network namespaces (root): up, down, status; configs writes "
-    "its configuration files with placeholder secrets (deploy/cluster/)"
+    "its configuration files with placeholder secrets (deploy/cluster/); bench-latency "
+    "measures the flow against the one-database peer with its PostgreSQL links delayed"
 )
 
 console = Console()
@@ -24,7 +25,7 @@ console = Console()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     p = parser
-    p.add_argument("action", choices=["up", "down", "status", "configs"])
+    p.add_argument("action", choices=["up", "down", "status", "configs", "bench-latency"])
     p.add_argument("--into", metavar="DIR", default="deploy/cluster", help="configs: where they go")
     p.add_argument(
         "--workers", type=at_least(1), default=2, help="up: gunicorn workers per replica"
@@ -34,7 +35,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-fencing", dest="fencing", action="store_false", default=None, help="up: FENCING=false"
     )
+    p.add_argument(
+        "--link-delay-ms",
+        type=float,
+        metavar="MS",
+        help="up: a proxy adding MS each way between the balancers and PostgreSQL and between "
+        "its hosts (replication); off by default",
+    )
     p.add_argument("--json", action="store_true", help="status: as JSON")
+    p.add_argument(
+        "--delays",
+        type=_floats,
+        default=[0.0, 0.5, 1.0],
+        help="bench-latency: ms added each way, one after the other (default 0,0.5,1)",
+    )
+    p.add_argument(
+        "--callers",
+        type=lambda text: [int(c) for c in _floats(text)],
+        default=[16, 32, 64],
+        help="bench-latency: caller counts (default 16,32,64)",
+    )
+    p.add_argument("--rounds", type=at_least(1), default=3, help="bench-latency: rounds")
+    p.add_argument("--orders", type=at_least(50), default=600, help="bench-latency: per load")
+    p.add_argument("--report", metavar="DIR", help="bench-latency: JSON and chart into DIR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -49,12 +72,18 @@ def run(args: argparse.Namespace) -> int:
             console.print(str(path))
         return 0
     try:
+        if args.action == "bench-latency":
+            from inventory.cluster.latency_run import run_latency_bench
+
+            return run_latency_bench(args, console)
         if args.action == "up":
             settings = {
                 "LOCK_BACKEND": args.lock,
                 "FENCING": None if args.fencing is None else str(args.fencing).lower(),
             }
-            started = deploy.up(args.workers, args.threads, settings, say=console.print)
+            started = deploy.up(
+                args.workers, args.threads, settings, console.print, args.link_delay_ms
+            )
             print_cluster(cluster_status(started), as_json=False)
             return 0
         if args.action == "down":
@@ -75,6 +104,13 @@ def run(args: argparse.Namespace) -> int:
         r["running"] for r in [*status["reconcilers"], *status["relays"]]
     ]
     return 0 if all(running) else 1
+
+
+def _floats(text: str) -> list[float]:
+    try:
+        return [float(part) for part in text.split(",") if part.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"numbers separated by commas: {text!r}") from exc
 
 
 def print_cluster(status: dict[str, object], as_json: bool) -> None:
