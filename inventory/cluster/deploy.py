@@ -215,8 +215,7 @@ def start_services(state: ClusterState) -> None:
     elected relays of the stock events on the stock hosts."""
     home = Path(state.home)
     for replica in topology.by_role("stock") + topology.by_role("order"):
-        threads = state.threads if replica.role == "stock" else state.threads * 2
-        start(state, nodes.service(replica, home, state.settings, state.workers, threads))
+        start(state, nodes.service(replica, home, state.settings, state.workers, state.threads))
     for name, on in topology.RECONCILERS.items():
         start(state, nodes.reconciler(name, topology.host(on), home, state.settings))
     for name, on in topology.RELAYS.items():

@@ -30,7 +30,7 @@ from inventory.cluster.secrets import Secrets
 from inventory.cluster.topology import Host
 from inventory.local import servers
 from inventory.local.ensemble import zk_mode
-from inventory.local.gunicorn import gunicorn_argv
+from inventory.local.gunicorn import gunicorn_argv, service_shape
 from inventory.local.servers import wait_until
 
 
@@ -255,8 +255,11 @@ def base_env(overrides: dict[str, str]) -> dict[str, str]:
 def service(
     replica: Host, home: Path, overrides: dict[str, str], workers: int, threads: int
 ) -> Proc:
+    """A replica of its service under gunicorn: `workers` x `threads` is the stock service's
+    shape, the order service's follows from it (inventory/local/gunicorn.py's service_shape)."""
     module = "stock_service" if replica.role == "stock" else "order_service"
-    argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", workers, threads)
+    shape = service_shape(module, workers, threads)
+    argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", *shape)
     folder = _folder(home, replica.name)
     env = {**base_env(overrides), "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics")}
     log = str(folder / "gunicorn.log")
