@@ -52,8 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--callers",
         type=lambda text: [int(c) for c in _floats(text)],
-        default=[16, 32, 64],
-        help="bench-latency: caller counts (default 16,32,64)",
+        default=[16, 64, 128],
+        help="bench-latency: caller counts (default 16,64,128)",
     )
     p.add_argument("--rounds", type=at_least(1), default=3, help="bench-latency: rounds")
     p.add_argument("--orders", type=at_least(50), default=600, help="bench-latency: per load")
