@@ -67,8 +67,8 @@ def rate_bound(order: Measure, other: Measure, other_name: str, goal: float) -> 
     request (the client's included: it shares the cores), when at those costs the cores cannot
     give the goal's ratio; otherwise the waiting, the share of its CPU ceiling each reached."""
     flow, theirs = total_ms(order), total_ms(other)
-    if not flow or not theirs:
-        return ""
+    if not flow or not theirs:  # /proc counts 10 ms ticks: a short load can read none
+        return f"no CPU read for {'genOrder' if not flow else other_name}: the load too short"
     ceiling, their_ceiling = cores() * 1000 / flow, cores() * 1000 / theirs
     costs = (
         f"{parts(order, client=True)}: the flow's CPU per order {flow:.2f} ms against "
