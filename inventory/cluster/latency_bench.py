@@ -2,7 +2,7 @@
 with its PostgreSQL links delayed (delay_proxy.py; `cluster up --link-delay-ms`).
 
 Both sides go through the same balancers (the order service's port, the peer's port: the peer
-runs on both order hosts with the order replicas' gunicorn shape, latency_peer.py) to the same
+runs on both order hosts with as many threads as the order replicas, latency_peer.py) to the same
 PostgreSQL (synchronous standby; every link to it and between its hosts delayed alike). For
 each added delay (the proxies' delay moved between loads: a file and SIGHUP), each regime (one
 hot goods id, 100 goods ids), each caller count and each round, the flow's POST /genOrder and
@@ -103,8 +103,11 @@ def start_peers(state: ClusterState, url: str, holds: Path, procs: list[Proc]) -
         argv = gunicorn_argv(
             "inventory.cluster.latency_peer",
             f"0.0.0.0:{balancers.PEER_PORT}",
+            # The order replicas' threads per host (service_shape: one process of them), in
+            # the stock replicas' processes: one process would bind the peer to its GIL,
+            # where the order service's one process is what makes its batches bigger.
             state.workers,
-            state.threads * 2,  # the order replicas' shape (deploy.start_services)
+            state.threads * 2,
         )
         env = {"PEER_DATABASE_URL": url, "PEER_HOLDS_DIR": str(holds)}
         proc = Proc(f"peer-{host.name}", host.name, argv, str(holds / f"{host.name}.log"), env)
