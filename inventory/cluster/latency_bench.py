@@ -31,7 +31,7 @@ from psycopg import sql
 
 from inventory.bench.loads import order_load
 from inventory.bench.peer import prepare
-from inventory.cluster import balancers, delay_probe, pg_ha, tls, topology
+from inventory.cluster import balancers, delay_probe, deploy, pg_ha, tls, topology
 from inventory.cluster.deploy import ClusterState
 from inventory.cluster.latency_peer import read_holds
 from inventory.cluster.nodes import Proc
@@ -121,6 +121,18 @@ def start_peers(state: ClusterState, url: str, holds: Path, procs: list[Proc]) -
         wait_until(lambda a=address: _ok(a), 60, f"the peer on {host.name}", interval=0.5)  # type: ignore[misc]
 
 
+def settle(state: ClusterState) -> None:
+    """Every replica and peer answers its health check, and a second more for the balancers
+    to count it up again (2 checks 0.5 s apart): a load right after one whose orders queued
+    the checks (128 callers) met the order replicas still marked down, 92 of 100 answers a
+    balancer's 503."""
+    deploy.wait_replicas_healthy(state)
+    for host in topology.by_role("order"):
+        address = f"http://{host.address}:{balancers.PEER_PORT}/healthz"
+        wait_until(lambda a=address: _ok(a), 60, f"the peer on {host.name}", interval=0.25)  # type: ignore[misc]
+    time.sleep(1.0)
+
+
 def _ok(url: str) -> bool:
     try:
         return httpx.get(url, timeout=2).status_code == 200
@@ -202,6 +214,7 @@ def bench(
             # One caller: each hold on its own, no queue and little CPU contention, so its
             # growth with the added round trip counts the round trips it waits for.
             for side in ("flow", "peer"):
+                settle(state)
                 alone.append(_measured(side, delay, regimes[1], UNCONTENDED, 1, 0, holds))
                 say("alone: " + _line(alone[-1]))
             for goods in regimes.values():
@@ -210,6 +223,7 @@ def bench(
                     for r in range(rounds):
                         sides = ("flow", "peer") if r % 2 == 0 else ("peer", "flow")
                         for side in sides:
+                            settle(state)
                             loads.append(_measured(side, delay, goods, many, n, r, holds))
                             say(_line(loads[-1]))
         report["loads"] = [vars(x) | {"latencies": None} for x in loads]
