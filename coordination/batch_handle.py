@@ -19,11 +19,11 @@ QUEUED, LEAD, TAKEN, CARRY, DONE = "queued", "lead", "taken", "carry", "done"
 
 class _Pending(Generic[Item, Result]):
     __slots__ = (
+        "companions",
         "deadline",
         "deferred",
         "error",
         "event",
-        "handed",
         "item",
         "result",
         "state",
@@ -39,7 +39,8 @@ class _Pending(Generic[Item, Result]):
         self.error: BaseException | None = None
         self.deferred = False  # answered later by the task a member carries on
         self.task: Callable[[], None] | None = None
-        self.handed = False  # led after queueing behind a batch: may wait for companions
+        # How many its batch may wait for, once it leads (Combiner.companion_wait); 0: none.
+        self.companions = 0
 
 
 class Lanes(Protocol):

@@ -6,12 +6,14 @@ flight are served together, as the next batch, by one of their own threads.
 
 The first request to find its lane idle leads: it takes whatever queued behind it (up to
 `batch_max`, in arrival order), calls `run_batch(key, items, handle)` once, hands each request
-its own result, and passes the lead on. A request that finds its lane idle never waits to fill a
-batch. With `companion_wait` (the order service's ORDER_BATCH_WAIT_MS), a request that queued
-behind a batch and is then handed the lead waits up to that long more for companions (less once
-`batch_max` are queued): under a steady load the callers the last batch answered come back
-within a millisecond or two, and taking them makes one batch of what would be two. That wait is
-the only delay combining adds, and it never touches a lone request. Every request keeps its
+its own result, and passes the lead on. With `companion_wait` (the order service's
+ORDER_BATCH_WAIT_MS), a leader may wait up to that long for companions: one handed the lead
+after queueing behind a batch, for those queued with it and the callers of the batch that just
+ended (under a steady load they come back within a few milliseconds, and taking them makes one
+batch of what would be two); one that finds its lane idle within that time of a batch's end,
+for as many as that batch served (else the first caller back runs a batch of one while the
+others queue behind it). It stops once they are there, or `batch_max`, and never waits into its
+own deadline. A lone request, with no batch in that time, never waits. Every request keeps its
 own deadline (a request still queued when it passes leaves with LockTimeout); `handle.answer`
 answers one early; if `run_batch` raises, every request not yet answered gets the exception.
 The stock service combines deductions waiting for a lock (one hold, one commit); the order
@@ -75,6 +77,8 @@ class Combiner(Generic[Item, Result]):
         self._lanes: dict[Hashable, _Lane] = {}
         self._guard = threading.Lock()
         self._arrived = threading.Condition(self._guard)  # a request queued on some lane
+        # Per lane, when its last batch ended and how many it served (with companion_wait).
+        self._last: dict[Hashable, tuple[float, int]] = {}
 
     def backlog(self, key: Hashable) -> tuple[bool, int]:
         """Whether a batch of this lane is running, and how many requests queue behind it."""
@@ -95,6 +99,7 @@ class Combiner(Generic[Item, Result]):
             else:
                 lane.busy = True
                 pending.state = LEAD
+                pending.companions = self._returning(key)
         if pending.state != LEAD:
             self._wait(key, lane, pending)
         if pending.state == LEAD:
@@ -129,7 +134,7 @@ class Combiner(Generic[Item, Result]):
 
     def _lead(self, key: Hashable, lane: _Lane, first: _Pending[Item, Result]) -> None:
         with self._guard:
-            if first.handed and self.companion_wait:
+            if first.companions > 1:
                 self._await_companions(lane, first)
             now = time.monotonic()
             batch = [first]
@@ -160,29 +165,46 @@ class Combiner(Generic[Item, Result]):
                 ending = [m for m in batch + live if not m.deferred and m.state != DONE]
                 for member in ending:
                     member.state = DONE
+                if self.companion_wait:
+                    self._ended(key, len(live))
             handle.detach()
             for member in ending:
                 if member is not first:
                     member.event.set()
 
     def _await_companions(self, lane: _Lane, first: _Pending[Item, Result]) -> None:
-        """Hold the lead up to `companion_wait` while fewer than `batch_max` are queued, and
-        stop as far before the leader's own deadline (it must not time out for the wait).
-        Called with the guard held; waiting releases it."""
+        """Hold the lead up to `companion_wait` until `first.companions` are queued (at most
+        `batch_max`), and stop as far before the leader's own deadline (it must not time out
+        for the wait). Called with the guard held; waiting releases it."""
         now = time.monotonic()
         until = min(now + self.companion_wait, first.deadline - self.companion_wait)
-        while len(lane.queue) + 1 < self.batch_max:
+        while len(lane.queue) + 1 < min(first.companions, self.batch_max):
             left = until - time.monotonic()
             if left <= 0:
                 return
             self._arrived.wait(left)
+
+    def _ended(self, key: Hashable, served: int) -> None:
+        """A batch of this lane ended (guard held): the requests it answers will be back."""
+        now = time.monotonic()
+        if len(self._last) > 64:  # keys are unbounded: keep only batches of the last wait
+            self._last = {k: v for k, v in self._last.items() if now - v[0] < self.companion_wait}
+        self._last[key] = (now, served)
+
+    def _returning(self, key: Hashable) -> int:
+        """How many a request leading an idle lane may wait for (guard held): under a steady
+        load a batch just ended (within the wait) and its callers are coming back; a lone
+        request, with no batch in that time, never waits."""
+        ended, served = self._last.get(key, (float("-inf"), 0))
+        return served if time.monotonic() - ended < self.companion_wait else 0
 
     def _hand_on(self, key: Hashable, lane: _Lane) -> None:
         with self._guard:
             if lane.queue:
                 successor = lane.queue.popleft()
                 successor.state = LEAD
-                successor.handed = True
+                # Those queued with it, and the callers of the batch that just ended.
+                successor.companions = len(lane.queue) + 1 + self._last.get(key, (0, 0))[1]
                 successor.event.set()
             else:
                 lane.busy = False

@@ -1,7 +1,7 @@
 """POST /genOrder's steps for a batch of orders. The orders of one process that arrive while a
-batch is in flight form the next (coordination/combining.py: a lone order goes at once; one
-that queued may wait up to ORDER_BATCH_WAIT_MS more for companions once it leads), and one of
-their request threads runs the article's steps for all of them:
+batch is in flight form the next (coordination/combining.py: a lone order goes at once; under
+a steady load a leader may wait up to ORDER_BATCH_WAIT_MS for companions), and one of their
+request threads runs the article's steps for all of them:
 
     create the orders PENDING (one transaction) -> write their flags (one Redis pipeline) ->
     deduct (a stock call carrying every flag: PUT /reduceStock, cut into several under

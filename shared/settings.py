@@ -106,8 +106,8 @@ class Settings:
     # many; 1 places them one at a time, as the article does.
     order_batch_max: int = 32
     order_batch_bytes: int = 48 * 1024  # its batched reduceStock body's most (order_service/app.py)
-    # Milliseconds an order that queued behind a batch may wait more for companions once it
-    # leads the next (coordination/combining.py); a lone order never waits. 0: no wait.
+    # Milliseconds the leader of the order service's next batch may wait for companions under
+    # a steady load (coordination/combining.py); a lone order never waits. 0: no wait.
     order_batch_wait_ms: float = 2.0
     # How long a flag's write is tried while Redis is down: a restart or a Sentinel failover
     # (3.4 s measured in the chaos run, where a 3 s budget lost 13 orders to redis_unavailable).

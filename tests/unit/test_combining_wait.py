@@ -88,3 +88,52 @@ def test_the_wait_never_runs_into_the_leaders_own_deadline() -> None:
 def test_a_negative_wait_is_refused() -> None:
     with pytest.raises(ValueError, match="companion_wait"):
         Combiner[int, object](Recorder(), batch_max=8, companion_wait=-0.001)
+
+
+def _submit(combiner: Combiner[int, object], item: int, results: dict[int, object]) -> None:
+    threading.Thread(target=lambda: results.update({item: combiner.submit("k", item, 60)})).start()
+
+
+def test_the_callers_of_a_batch_that_just_ended_are_waited_for_as_they_come_back() -> None:
+    """Under a steady load every caller is in the batch that runs, so the lane goes idle when
+    it ends: the first caller back must not run alone (a batch of one) while the others queue
+    behind it. It waits for as many as that batch served, within the bound."""
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8, companion_wait=LONG / 3)
+    results: dict[int, object] = {}
+    _submit(combiner, 1, results)
+    assert runner.first_running.wait(5)
+    for item in (2, 3):
+        _submit(combiner, item, results)
+        wait_for(lambda item=item: combiner.backlog("k")[1] == item - 1, f"request {item} queued")
+    started = time.monotonic()
+    runner.go_on.set()
+    # 2 leads with 3 queued and the one caller of the batch before coming back: it waits for 4.
+    wait_for(lambda: 1 in results, "the first batch answered")
+    _submit(combiner, 4, results)
+    wait_for(lambda: 4 in results, "the second batch answered")
+    # Its three callers come back to an idle lane: the first waits for the other two.
+    for item in (5, 6, 7):
+        _submit(combiner, item, results)
+    wait_for(lambda: 7 in results and 5 in results and 6 in results, "the third batch answered")
+    assert time.monotonic() - started < LONG / 3, "a wait ran to its bound with all back"
+    assert runner.batches == [[1], [2, 3, 4], [5, 6, 7]]
+
+
+def test_an_order_to_an_idle_lane_long_after_the_last_batch_never_waits() -> None:
+    wait = 3.0
+    runner = Recorder()
+    combiner = Combiner[int, object](runner, batch_max=8, companion_wait=wait)
+    results: dict[int, object] = {}
+    _submit(combiner, 1, results)
+    assert runner.first_running.wait(5)
+    _submit(combiner, 2, results)
+    wait_for(lambda: combiner.backlog("k") == (True, 1), "request 2 queued")
+    runner.go_on.set()
+    _submit(combiner, 3, results)  # 2 waits for it: the batch of [2, 3] ends
+    wait_for(lambda: 2 in results and 3 in results, "the batch of two answered")
+    time.sleep(wait * 1.1)  # longer than the wait since that batch: the load has gone
+    started = time.monotonic()
+    assert combiner.submit("k", 4, 60) == 40
+    assert time.monotonic() - started < wait, "a lone request waited for companions"
+    assert runner.batches == [[1], [2, 3], [4]]
