@@ -13,13 +13,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from functools import partial
 from pathlib import Path
 from typing import Any
-
-import httpx
 
 import migrations
 from inventory.cluster import (
@@ -33,6 +30,7 @@ from inventory.cluster import (
     topology,
     zk_acl,
 )
+from inventory.cluster.health import wait_replicas_healthy
 from inventory.cluster.nodes import Proc
 from inventory.cluster.secrets import Secrets
 from inventory.local.servers import wait_until
@@ -261,38 +259,6 @@ def restart_stock_replicas(state: ClusterState, added: dict[str, str]) -> None:
     for replica in stock:
         start(state, nodes.service(replica, home, settings, state.workers, state.threads))
     wait_replicas_healthy(state)
-
-
-def replica_healthy(address: str) -> bool:
-    return _ok(f"http://{address}:{topology.SERVICE_PORT}/healthz")
-
-
-def wait_replicas_healthy(state: ClusterState, timeout: float = 90) -> None:
-    """Every replica answers /healthz, and haproxy has a replica of each service up."""
-    replicas = [h for h in topology.HOSTS if h.role in ("stock", "order")]
-    with ThreadPoolExecutor(len(replicas)) as pool:
-        list(
-            pool.map(
-                lambda h: wait_until(
-                    lambda: replica_healthy(h.address),
-                    timeout,
-                    f"{h.name} replica",
-                    Path(state.proc(h.name).log),
-                    0.25,
-                    alive=state.proc(h.name).alive,
-                ),
-                replicas,
-            )
-        )
-    for url in (topology.ORDER_URL, topology.STOCK_URL):
-        wait_until(partial(_ok, f"{url}/healthz"), 30, f"haproxy at {url}", interval=0.25)
-
-
-def _ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def down(say: Any = print) -> dict[str, int]:

@@ -33,6 +33,7 @@ from inventory.bench.loads import order_load
 from inventory.bench.peer import prepare
 from inventory.cluster import balancers, delay_probe, deploy, pg_ha, tls, topology
 from inventory.cluster.deploy import ClusterState
+from inventory.cluster.health import ok
 from inventory.cluster.latency_peer import read_holds
 from inventory.cluster.nodes import Proc
 from inventory.local.gunicorn import gunicorn_argv
@@ -113,12 +114,10 @@ def start_peers(state: ClusterState, url: str, holds: Path, procs: list[Proc]) -
         proc = Proc(f"peer-{host.name}", host.name, argv, str(holds / f"{host.name}.log"), env)
         proc.start(home)
         procs.append(proc)
-    wait_until(
-        lambda: _ok(f"{PEER_URL}/healthz"), 60, "the peer behind the balancers", interval=0.5
-    )
+    wait_until(lambda: ok(f"{PEER_URL}/healthz"), 60, "the peer behind the balancers", interval=0.5)
     for host in topology.by_role("order"):
         address = f"http://{host.address}:{balancers.PEER_PORT}/healthz"
-        wait_until(lambda a=address: _ok(a), 60, f"the peer on {host.name}", interval=0.5)  # type: ignore[misc]
+        wait_until(lambda a=address: ok(a), 60, f"the peer on {host.name}", interval=0.5)  # type: ignore[misc]
 
 
 def settle(state: ClusterState) -> None:
@@ -129,15 +128,8 @@ def settle(state: ClusterState) -> None:
     deploy.wait_replicas_healthy(state)
     for host in topology.by_role("order"):
         address = f"http://{host.address}:{balancers.PEER_PORT}/healthz"
-        wait_until(lambda a=address: _ok(a), 60, f"the peer on {host.name}", interval=0.25)  # type: ignore[misc]
+        wait_until(lambda a=address: ok(a), 60, f"the peer on {host.name}", interval=0.25)  # type: ignore[misc]
     time.sleep(1.0)
-
-
-def _ok(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
 
 
 def seed(state: ClusterState, goods: list[str], peer_url: str) -> None:
