@@ -22,10 +22,9 @@ from typing import Any
 import migrations
 from inventory.bench.batches import BatchCounts, scrape_all
 from inventory.bench.config import StackConfig
-from inventory.bench.loads import order_load, seed_goods
-from inventory.bench.profile_order import profile, py_spy
+from inventory.bench.loads import order_load
+from inventory.bench.profile_order import profile, py_spy, warmed
 from inventory.bench.runner import throwaway_database
-from inventory.load.cpu import children
 from inventory.local import stack
 
 LOADS = ("lone", "members")
@@ -70,16 +69,7 @@ def _profile_loads(out: Path, env: dict[str, str], args: argparse.Namespace) -> 
     out.mkdir(parents=True, exist_ok=True)
     state = stack.up(home=out / "stack", extra_env=env, say=lambda *_: None)
     try:
-        hot = seed_goods(state, 1, "profile-hot-")
-        order_load(state.order_url, hot, 400, args.concurrency)  # warm: pools, lock paths
-        workers = {
-            f"{service}.{i}": pid
-            for service in ("order_service", "stock_service")
-            for i, pid in enumerate(sorted(children(state.pids[service])))
-        }
-        extra: dict[str, int] = {
-            n: state.pids[n] for n in ("zookeeper", "redis") if n in state.pids
-        }
+        hot, workers, extra = warmed(state, args.concurrency)
         urls = {"order": state.order_url, "stock": state.stock_url}
         loads: dict[str, Any] = {}
         for name, callers, orders in zip(

@@ -34,6 +34,7 @@ from inventory.bench.profile_stacks import KERNEL, Weights, read_stacks, render,
 from inventory.bench.runner import throwaway_database
 from inventory.load.cpu import TICKS, children, cpu_seconds
 from inventory.local import stack
+from inventory.local.stack_state import StackState
 
 
 def user_system(pid: int) -> tuple[float, float]:
@@ -165,6 +166,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def warmed(state: StackState, concurrency: int) -> tuple[list[str], dict[str, int], dict[str, int]]:
+    """A hot goods id seeded and its path warmed (pools, lock paths); each service worker's pid
+    by name, and ZooKeeper's and Redis's."""
+    hot = seed_goods(state, 1, "profile-hot-")
+    order_load(state.order_url, hot, 400, concurrency)
+    workers = {
+        f"{service}.{i}": pid
+        for service in ("order_service", "stock_service")
+        for i, pid in enumerate(sorted(children(state.pids[service])))
+    }
+    extra: dict[str, int] = {n: state.pids[n] for n in ("zookeeper", "redis") if n in state.pids}
+    return hot, workers, extra
+
+
 def _database_cpu(env: dict[str, str]) -> DatabaseCpu | None:
     url = env.get("STOCK_DATABASE_URL")
     return DatabaseCpu.of(url)[0] if url else None
@@ -173,16 +188,7 @@ def _database_cpu(env: dict[str, str]) -> DatabaseCpu | None:
 def _profile_stack(out: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     state = stack.up(home=out / "stack", extra_env=env, say=lambda *_: None)
     try:
-        hot = seed_goods(state, 1, "profile-hot-")
-        order_load(state.order_url, hot, 400, args.concurrency)  # warm: pools, lock paths
-        workers = {
-            f"{service}.{i}": pid
-            for service in ("order_service", "stock_service")
-            for i, pid in enumerate(sorted(children(state.pids[service])))
-        }
-        extra: dict[str, int] = {
-            n: state.pids[n] for n in ("zookeeper", "redis") if n in state.pids
-        }
+        hot, workers, extra = warmed(state, args.concurrency)
         database = _database_cpu(env)
         if database:
             database.start()
