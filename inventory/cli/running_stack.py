@@ -65,7 +65,7 @@ def print_status(state: stack_state.StackState) -> None:
     console.print(f"order database  {state.order_database_url}")
     console.print(f"stock database  {state.stock_database_url}")
     console.print(f"lock            {state.lock_backend} / {state.lock_scope}")
-    order = service_shape("order_service", state.workers, state.threads)
+    order = service_shape("order_service", state.workers, state.threads, state.lock_backend)
     console.print(
         f"gunicorn        stock service --workers {state.workers} --threads {state.threads}, "
         f"order service --workers {order[0]} --threads {order[1]}"

@@ -258,7 +258,7 @@ def service(
     """A replica of its service under gunicorn: `workers` x `threads` is the stock service's
     shape, the order service's follows from it (inventory/local/gunicorn.py's service_shape)."""
     module = "stock_service" if replica.role == "stock" else "order_service"
-    shape = service_shape(module, workers, threads)
+    shape = service_shape(module, workers, threads, overrides.get("LOCK_BACKEND"))
     argv = gunicorn_argv(module, f"0.0.0.0:{topology.SERVICE_PORT}", *shape)
     folder = _folder(home, replica.name)
     env = {**base_env(overrides), "PROMETHEUS_MULTIPROC_DIR": str(folder / "metrics")}

@@ -14,7 +14,8 @@ from shared.logs import gunicorn_json_log_config
 def start_service(
     module: str, port: int, home: Path, env: dict[str, str], workers: int, threads: int
 ) -> int:
-    argv = gunicorn_argv(module, f"127.0.0.1:{port}", *service_shape(module, workers, threads))
+    shape = service_shape(module, workers, threads, env.get("LOCK_BACKEND"))
+    argv = gunicorn_argv(module, f"127.0.0.1:{port}", *shape)
     # The workers' metrics meet in this folder (shared/metrics.py); gunicorn_hooks wipes it.
     env = {
         **env,
@@ -28,15 +29,20 @@ def start_service(
     return servers.spawn(argv, home / f"{module}.log", home, env)
 
 
-def service_shape(module: str, workers: int, threads: int) -> tuple[int, int]:
+def service_shape(
+    module: str, workers: int, threads: int, lock_backend: str | None = None
+) -> tuple[int, int]:
     """Processes and threads of one service, from the stack's `--workers`/`--threads` (the
     stock service's shape). The order service gets half the processes (at least one) with the
     threads of twice the stock service's shape spread over them: its orders form batches per
     process (coordination/combining.py), so on the same cores fewer processes make bigger
     batches. Measured here on PostgreSQL, 16 callers, one hot goods id: one process of 32
     threads placed batches of 10-13 orders where two of 16 placed 5-7, at two thirds of the
-    stack's CPU per order (docs/bench.md)."""
-    if module != "order_service":
+    stack's CPU per order (docs/bench.md). Without a lock (LOCK_BACKEND=none, the baseline
+    that shows what the lock prevents) the order service keeps the stock service's processes:
+    one process places its batches one at a time, and calls that never meet would hide the
+    race that a deployment's several app servers run into."""
+    if module != "order_service" or lock_backend == "none":
         return workers, threads
     processes = max(1, workers // 2)
     return processes, max(1, threads * 2 * workers // processes)

@@ -112,7 +112,7 @@ def wait_until_the_services_are_healthy(state: StackState, started: dict[str, in
         pid = started[name]
         log, alive = home / f"{name}.log", partial(pid_alive, pid)
         wait_until(partial(healthy, url), 60, name, log, alive=alive)
-        workers, _ = service_shape(name, state.workers, state.threads)
+        workers, _ = service_shape(name, state.workers, state.threads, state.lock_backend)
         wait_until(
             partial(all_workers_ready, ready_folder(home, name), workers),
             60,
