@@ -9,18 +9,14 @@ from typing import Any
 from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 
+from order_service.answers import outcome_answer, placement_answer
 from order_service.cancellation import Outcome, UnknownOrder
 from order_service.deps import OrderDeps
+from order_service.fills import BadFill, fill_of
 from order_service.model import (
-    AWAITING_PAYMENT,
-    CANCELLED,
-    CANCELLING,
-    CONFIRMED,
-    FAILED,
     IdempotencyKeyReused,
     OrderRemoved,
     OrderRequest,
-    Placement,
     StockRejected,
 )
 from order_service.schemas import (
@@ -39,17 +35,6 @@ from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
 from shared.settings import Settings
-
-# The article's field, by status; PENDING and CANCELLING are "pending".
-RESULT = {
-    CONFIRMED: "success",
-    AWAITING_PAYMENT: "success",
-    FAILED: "false",
-    CANCELLED: "cancelled",
-}
-# genOrder's status code by the order's status: placed (held or not), refused or cancelled
-# meanwhile, or still unknown.
-PLACED = {CONFIRMED: 200, AWAITING_PAYMENT: 200, FAILED: 409, CANCELLING: 409, CANCELLED: 409}
 
 
 def deps() -> OrderDeps:
@@ -93,7 +78,9 @@ def order_routes(settings: Settings) -> APIBlueprint:
                 422: (
                     OrderRefused,
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
-                    "or an Idempotency-Key reused with another body",
+                    "an Idempotency-Key reused with another body, a `fill` other than all and "
+                    "partial, a goods id whose lines name different locations, or a location "
+                    "the stock service has not (`locations` names them); nothing placed",
                 ),
                 503: (
                     OrderUnavailable,
@@ -108,7 +95,12 @@ def order_routes(settings: Settings) -> APIBlueprint:
         """Place an order: create it, write the operation flag, deduct, confirm by polling."""
         d = deps()
         lines = merge_lines(json_data.pairs(), settings.max_quantity)
-        order_request = OrderRequest(json_data.userId, lines, json_data.payWithinSeconds)
+        try:
+            fill = fill_of(json_data.fill, json_data.located())
+        except BadFill as exc:
+            named: dict[str, Any] = {"goodsIds": exc.goods_ids} if exc.goods_ids else {}
+            raise ApiError(422, str(exc), field=exc.field, **named) from exc
+        order_request = OrderRequest(json_data.userId, lines, json_data.payWithinSeconds, fill)
         try:
             placement = d.flow.place(order_request, headers_data.idempotency_key)
         except IdempotencyKeyReused as exc:
@@ -119,6 +111,8 @@ def order_routes(settings: Settings) -> APIBlueprint:
         except StockRejected as exc:
             if exc.unknown_goods is not None:
                 raise ApiError(422, str(exc), goodsIds=exc.unknown_goods) from exc
+            if exc.unknown_locations is not None:
+                raise ApiError(422, str(exc), locations=exc.unknown_locations) from exc
             raise ApiError(400, str(exc)) from exc
         return placement_answer(placement)
 
@@ -225,54 +219,3 @@ def _known(action: Callable[[], Outcome]) -> Outcome:
         return action()
     except UnknownOrder as exc:
         raise ApiError(404, f"unknown order: {exc}") from exc
-
-
-def state_body(order: Any) -> dict[str, Any]:
-    body: dict[str, Any] = {
-        "orderId": order.id,
-        "status": order.status,
-        "result": RESULT.get(order.status, "pending"),
-    }
-    if order.reason:
-        body["reason"] = order.reason
-    if getattr(order, "pay_deadline", None) is not None:
-        body["payBy"] = order.pay_deadline.isoformat()
-    return body
-
-
-def outcome_answer(outcome: Outcome) -> tuple[Response, int]:
-    """A cancel's or a pay's answer, made from the order as the write left it."""
-    body = state_body(outcome.order)
-    if outcome.unavailable:
-        body.update(
-            dependency=outcome.unavailable,
-            error=f"{outcome.unavailable} unavailable; the cancel is recorded and finished later",
-        )
-        return jsonify(body), 503
-    if outcome.refused:
-        body.update(error=outcome.refused.message, refused=outcome.refused.code)
-        return jsonify(body), 409
-    return jsonify(body), 200
-
-
-def placement_answer(placement: Placement) -> tuple[Response, int, dict[str, str]]:
-    """The HTTP answer of a placement, made from the order's state as it ended: 200 CONFIRMED,
-    409 FAILED, 202 PENDING; 503 (naming the dependency) when a dependency's failure decided
-    the outcome or left it open."""
-    order = placement.order
-    body = state_body(order)
-    if placement.shortfalls:
-        body["shortfalls"] = placement.shortfalls
-    headers = {"Idempotent-Replayed": "true"} if placement.replayed else {}
-    if placement.batch:  # how many orders its batch placed together (order_service/batching.py)
-        headers["Server-Timing"] = f"batch;desc={placement.batch}"
-    code = PLACED.get(order.status, 202)
-    if placement.unavailable and order.status not in (CONFIRMED, AWAITING_PAYMENT):
-        code = 503
-        body["dependency"] = placement.unavailable
-        body["error"] = f"{placement.unavailable} unavailable; " + (
-            "the order failed: nothing was deducted, and nothing will be"
-            if order.status == FAILED
-            else "the order's outcome is unknown for now: it is settled later"
-        )
-    return jsonify(body), code, headers

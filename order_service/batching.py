@@ -25,13 +25,15 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
 from coordination.combining import BatchHandle, Combiner
 from order_service import transitions
+from order_service.fill_store import Confirmed
+from order_service.fills import ALL, Fill, filled_of
 from order_service.flags import FlagWriter
 from order_service.model import (
     FAILED,
@@ -64,6 +66,7 @@ class Placed:
     unavailable: str | None = None  # the dependency whose failure decided the outcome
     shortfalls: tuple[dict[str, object], ...] = ()
     batch: int = 1  # the orders of its batch
+    confirmed: Confirmed | None = None  # what it filled, and where from
 
 
 @dataclass(frozen=True)
@@ -163,7 +166,8 @@ class OrderBatches:
             return self.finish([Finish(i, PENDING, why) for i in ids], "redis", len(ids))
         wanted = {order.order_id: order.lines for order in orders}
         holds = frozenset(order.order_id for order in orders if order.pay_within)
-        answers = self.call_stock(wanted, in_trouble, holds)
+        fills = {order.order_id: order.fill for order in orders if not order.fill.plain}
+        answers = self.call_stock(wanted, in_trouble, holds, fills)
         finishes: list[Finish] = []
         results: dict[str, BatchResult] = {}
         for order in orders:
@@ -177,9 +181,16 @@ class OrderBatches:
                 finishes.append(Finish(order.order_id, FAILED, why))
             elif answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
                 finishes.append(Finish(order.order_id, FAILED, f"{VOIDED}: cancelled meanwhile"))
-            elif answer.outcome == Outcome.DEDUCTED and committed_lines(answer) == order.lines:
-                confirmed = Finish(order.order_id, request.confirmed, hold_for=request.pay_within)
-                finishes.append(confirmed)
+            elif answer.outcome == Outcome.DEDUCTED and (filled := deducted(order, answer)):
+                finishes.append(
+                    Finish(
+                        order.order_id,
+                        request.confirmed,
+                        shortfalls=tuple(filled.filled.shortfalls(order.lines)),
+                        hold_for=request.pay_within,
+                        confirmed=filled,
+                    )
+                )
             elif answer.outcome == "rejected":
                 results[order.order_id] = Rejected(answer)
             else:
@@ -198,11 +209,14 @@ class OrderBatches:
         wanted: dict[str, dict[str, int]],
         in_trouble: Callable[[], None] = lambda: None,
         holds: frozenset[str] = frozenset(),
+        fills: Mapping[str, Fill] | None = None,
     ) -> dict[str, StockAnswer]:
         """Step 5, reduceStock with the same flags throughout (retries included); a flag the
         stock service does not know (Redis lost it) is written again and asked again, once.
-        `holds`: the flags of holds, whose units stay held until paid."""
-        answers = self._reduce(wanted, in_trouble, holds)
+        `holds`: the flags of holds, whose units stay held until paid; `fills`: the flags of
+        orders that asked for a fill or a location, and what they asked."""
+        fills = fills or {}
+        answers = self._reduce(wanted, in_trouble, holds, fills)
         for _ in range(FLAG_WRITES - 1):
             lost = [f for f, a in answers.items() if a.outcome == Outcome.UNKNOWN_FLAG]
             if not lost:
@@ -211,7 +225,7 @@ class OrderBatches:
             if not self.write_flags(lost):
                 break
             log.warning("the stock service does not know %d flags: written again", len(lost))
-            again = self._reduce({flag: wanted[flag] for flag in lost}, in_trouble, holds)
+            again = self._reduce({flag: wanted[flag] for flag in lost}, in_trouble, holds, fills)
             for flag, answer in again.items():
                 answer.attempts += answers[flag].attempts
                 answers[flag] = answer
@@ -222,11 +236,15 @@ class OrderBatches:
         wanted: dict[str, dict[str, int]],
         in_trouble: Callable[[], None],
         holds: frozenset[str],
+        fills: Mapping[str, Fill],
     ) -> dict[str, StockAnswer]:
         if len(wanted) == 1:  # a lone order: the article's route
             [(flag, lines)] = wanted.items()
-            return {flag: self.stock.reduce_stock(flag, lines, in_trouble, flag in holds)}
-        return reduce_many(self.stock, wanted, in_trouble, holds)
+            fill = fills.get(flag, ALL)
+            return {
+                flag: self.stock.reduce_stock(flag, lines, in_trouble, flag in holds, fill=fill)
+            }
+        return reduce_many(self.stock, wanted, in_trouble, holds, fills)
 
     def finish(
         self, finishes: list[Finish], unavailable: str | None = None, batch: int = 1
@@ -244,7 +262,9 @@ class OrderBatches:
             if state.status == f.status:
                 ORDERS.labels(f.status, code or "none").inc()
                 ended[f.status] += 1
-                results[f.order_id] = Placed(state, code, unavailable, f.shortfalls, batch)
+                results[f.order_id] = Placed(
+                    state, code, unavailable, f.shortfalls, batch, f.confirmed
+                )
             else:  # settled or cancelled meanwhile: the row says what it became
                 results[f.order_id] = Placed(state, batch=batch)
         log.info(
@@ -256,13 +276,15 @@ class OrderBatches:
         return results
 
 
-def committed_lines(answer: StockAnswer) -> dict[str, int] | None:
-    """The lines of the flow rows a `deducted` answer says its commit wrote, if it carries
-    them."""
-    flows = answer.body.get("flows") if isinstance(answer.body, dict) else None
-    if not isinstance(flows, list) or not flows:
+def deducted(order: NewOrder, answer: StockAnswer) -> Confirmed | None:
+    """What a `deducted` answer filled of the order, from the flow rows it says its commit
+    wrote (all or nothing: exactly its lines; partial: some of each, some none) and the
+    allocations it answered; None when it carries no rows, or rows that are not its lines."""
+    body = answer.body if isinstance(answer.body, dict) else {}
+    filled = filled_of(order.lines, order.fill, body.get("flows"), body)
+    if filled is None:
         return None
-    return {str(f["goodsId"]): int(f["num"]) for f in flows}
+    return Confirmed(order.order_id, filled, lines=not order.fill.plain)
 
 
 def _shortfalls(answer: StockAnswer) -> list[dict[str, object]]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import redis
@@ -50,6 +51,8 @@ import redis
 from coordination.locks import LockTimeout
 from order_service import transitions
 from order_service.batching import KeyTaken, OrderBatches, Placed, Rejected
+from order_service.fill_store import Confirmed
+from order_service.fills import Filled, filled_of
 from order_service.model import (
     CONFIRMED,
     FAILED,
@@ -63,7 +66,7 @@ from order_service.model import (
     Placement,
     StockRejected,
 )
-from order_service.settlement import decided_status, failed_because
+from order_service.settlement import decided_status, failed_because, filled_after_polls
 from order_service.stock_answers import UNKNOWN
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
@@ -120,6 +123,7 @@ class OrderFlow:
             idempotency_key,
             fingerprint,
             request.pay_within,
+            request.fill,
         )
         try:
             result = self.batches.submit(new, request, self.queue_patience)
@@ -134,15 +138,33 @@ class OrderFlow:
             return self.replay(existing, request)
         if isinstance(result, Placed):
             shortfalls = list(result.shortfalls)
-            return Placement(result.order, False, result.unavailable, shortfalls, result.batch)
+            filled = result.confirmed.filled if result.confirmed else None
+            fields = request.answer_fields(result.order.status, filled)
+            return Placement(
+                result.order, False, result.unavailable, shortfalls, result.batch, fields
+            )
         if isinstance(result, Rejected):
             raise self.undo_rejected(order_id, result.answer)
-        answer = result.answer
+        placement = self.slow_path(order_id, request, result.answer)
+        if request.fill.plain or placement.fields:
+            return placement
+        # An order that asked for a fill or a location, settled meanwhile: as its row says.
+        row = self.store.get(order_id)
+        return replace(placement, fields=row.answer_fields()) if row else placement
+
+    def slow_path(self, order_id: str, request: OrderRequest, answer: StockAnswer) -> Placement:
+        """The outcome the batch could not learn: the flows polled, the decision asked."""
         # Every attempt answered, none deducting (a call refused whole): no flow to wait for.
         if answer.outcome != UNKNOWN or answer.uncertain:
             flows = self.poll_flows(order_id)
-            if flows:
+            if flows and request.fill.plain:
                 return self.confirm(order_id, request)
+            if flows:
+                filled = filled_after_polls(
+                    self.stock, order_id, request.lines, request.fill, flows
+                )
+                if filled is not None:
+                    return self.confirm(order_id, request, filled)
         return self.settle_unknown(order_id, request, answer)
 
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
@@ -176,9 +198,10 @@ class OrderFlow:
         decision = self.stock.decision(order_id)
         if decision is None or decision.outcome is None:
             return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, why, unavailable=unavailable)
-        status = decided_status(decision, request.lines)
+        status = decided_status(decision, request.lines, request.fill.partial)
         if status == CONFIRMED:
-            return self.confirm(order_id, request)
+            filled = filled_of(request.lines, request.fill, decision.flows, decision.body)
+            return self.confirm(order_id, request, filled)
         if status == FAILED:
             code = failed_because(decision)
             return self.finish(order_id, FAILED, code, why, unavailable=unavailable)
@@ -195,19 +218,38 @@ class OrderFlow:
         unavailable: str | None = None,
         shortfalls: list[Any] | None = None,
         hold_for: int | None = None,
+        confirmed: Confirmed | None = None,
+        fields: dict[str, Any] | None = None,
     ) -> Placement:
         reason = f"{code}: {detail}" if code and detail else code
-        state = transitions.finish(self.store, order_id, status, reason, shortfalls, hold_for)
+        state = transitions.finish(
+            self.store, order_id, status, reason, shortfalls, hold_for, confirmed
+        )
         if state.status != status:
             log.info("order %s was settled meanwhile: %s", order_id, state.status)
             return Placement(state)
         log.info("order %s %s%s", order_id, status, f" ({reason})" if reason else "")
         ORDERS.labels(status, code or "none").inc()
-        return Placement(state, unavailable=unavailable, shortfalls=shortfalls or [])
+        return Placement(
+            state, unavailable=unavailable, shortfalls=shortfalls or [], fields=fields or {}
+        )
 
-    def confirm(self, order_id: str, request: OrderRequest) -> Placement:
-        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now."""
-        return self.finish(order_id, request.confirmed, hold_for=request.pay_within)
+    def confirm(
+        self, order_id: str, request: OrderRequest, filled: Filled | None = None
+    ) -> Placement:
+        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now; `filled`:
+        what it filled and where from, recorded with it (none: a plain order, filled whole)."""
+        if filled is None:
+            return self.finish(order_id, request.confirmed, hold_for=request.pay_within)
+        confirmed = Confirmed(order_id, filled, lines=not request.fill.plain)
+        return self.finish(
+            order_id,
+            request.confirmed,
+            shortfalls=filled.shortfalls(request.lines),
+            hold_for=request.pay_within,
+            confirmed=confirmed,
+            fields=request.answer_fields(request.confirmed, filled),
+        )
 
     def undo_rejected(self, order_id: str, answer: StockAnswer) -> StockRejected:
         """The stock service refused the request itself (unknown goods): keep nothing of it,
@@ -223,7 +265,12 @@ class OrderFlow:
         body = answer.body if isinstance(answer.body, dict) else {}
         message = str(body.get("error") or "rejected by the stock service")
         unknown = body.get("goodsIds") if answer.status == 404 else None
-        return StockRejected(message, list(unknown) if unknown is not None else None)
+        places = body.get("locations") if answer.status == 404 else None
+        return StockRejected(
+            message,
+            list(unknown) if unknown is not None else None,
+            list(places) if places is not None and unknown is None else None,
+        )
 
     def replay(self, existing: OrderRow, request: OrderRequest) -> Placement:
         """A repeat of an Idempotency-Key: nothing new created; the order's state now, once its
@@ -243,4 +290,4 @@ class OrderFlow:
             order = self.store.get(existing.id)
         if order is None:  # rejected (unknown goods) and removed while this repeat waited
             raise OrderRemoved(existing.id)
-        return Placement(order.state, replayed=True)
+        return Placement(order.state, replayed=True, fields=order.answer_fields())

@@ -18,9 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+
+from order_service.fills import ALL, Fill, Filled, answer_fields, items_json
 
 PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
 AWAITING_PAYMENT = "AWAITING_PAYMENT"  # deducted and held, until paid or expired
@@ -70,6 +73,9 @@ class OrderRow:
     pay_deadline: datetime | None = None
     paid_at: datetime | None = None
     pay_within: int | None = None  # a hold: seconds to pay in, from its confirmation
+    fill: Fill = ALL  # partial, and the lines' locations (order_service/fills.py)
+    filled: Mapping[str, int | None] = field(default_factory=dict)  # recorded per line
+    allocations: tuple[tuple[str, str, int], ...] = ()  # (goods id, location, units)
 
     @property
     def state(self) -> OrderState:
@@ -86,7 +92,7 @@ class OrderRow:
             "userId": self.user_id,
             "status": self.status,
             "reason": self.reason,
-            "items": [{"goodsId": g, "num": n} for g, n in sorted(self.lines.items())],
+            "items": items_json(self.lines, self.fill, self.filled, self.status == FAILED),
             "createTime": self.created_at.isoformat(),
             "updateTime": self.updated_at.isoformat(),
         }
@@ -94,7 +100,16 @@ class OrderRow:
             body["payBy"] = self.pay_deadline.isoformat()
         if self.paid_at is not None:
             body["paidTime"] = self.paid_at.isoformat()
+        if not self.fill.plain:
+            body["fill"] = self.fill.mode
+        if self.allocations:
+            body["allocations"] = Filled({}, self.allocations).allocations_json()
         return body
+
+    def answer_fields(self) -> dict[str, Any]:
+        """What genOrder's answer adds for it (a repeat of its Idempotency-Key)."""
+        failed = self.status == FAILED
+        return answer_fields(self.lines, self.fill, self.filled, self.allocations, failed)
 
 
 @dataclass(frozen=True)
@@ -104,16 +119,25 @@ class OrderRequest:
     # A hold: seconds to pay in, counted from the deduction's confirmation; unpaid by then,
     # it is cancelled and its stock returned.
     pay_within: int | None = None
+    fill: Fill = ALL  # partial, and the lines' locations (order_service/fills.py)
 
     @property
     def confirmed(self) -> str:
         """The status of this order once its stock is deducted."""
         return AWAITING_PAYMENT if self.pay_within else CONFIRMED
 
+    def answer_fields(self, status: str, filled: Filled | None) -> dict[str, Any]:
+        """What genOrder's answer adds for it, in `status`: nothing for a plain order taken
+        from `default` (order_service/fills.py)."""
+        units: Mapping[str, int | None] = filled.lines if filled is not None else {}
+        allocations = filled.allocations if filled is not None else ()
+        return answer_fields(self.lines, self.fill, units, allocations, status == FAILED)
+
     def fingerprint(self) -> str:
         fields: dict[str, object] = {"userId": self.user_id, "lines": self.lines}
         if self.pay_within:
             fields["payWithin"] = self.pay_within
+        fields.update(self.fill.fingerprint())  # nothing for a plain order
         canonical = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()
 
@@ -128,6 +152,9 @@ class Placement:
     unavailable: str | None = None  # the dependency whose failure decided or left the outcome
     shortfalls: list[Any] = field(default_factory=list)
     batch: int = 0  # the orders placed in its batch (0: none, a repeat of a key)
+    # An order that asked for a fill or a location: its `fill`, lines with what was filled;
+    # and the allocations the stock service answered (order_service/fills.py, answer_fields)
+    fields: dict[str, Any] = field(default_factory=dict)
 
 
 class IdempotencyKeyReused(Exception):
@@ -151,9 +178,15 @@ class OrderRemoved(Exception):
 
 
 class StockRejected(Exception):
-    """The stock service knows none of some of the order's own goods ids: nothing of the
-    order is kept."""
+    """The stock service knows none of some of the order's own goods ids, or of the locations
+    its lines name: nothing of the order is kept."""
 
-    def __init__(self, message: str, unknown_goods: list[str] | None) -> None:
+    def __init__(
+        self,
+        message: str,
+        unknown_goods: list[str] | None,
+        unknown_locations: list[str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.unknown_goods = unknown_goods
+        self.unknown_locations = unknown_locations  # lines naming locations it has not

@@ -37,6 +37,8 @@ from datetime import UTC, datetime, timedelta
 
 from order_service import transitions
 from order_service.cancellation import Cancellation, Outcome
+from order_service.fill_store import Confirmed
+from order_service.fills import filled_of
 from order_service.flags import FlagWriter
 from order_service.model import (
     AWAITING_PAYMENT,
@@ -165,7 +167,7 @@ def settle_one(
     if decision is None or decision.outcome is None:
         report.unreachable += decision is None
         return
-    status = decided_status(decision, order.lines)
+    status = decided_status(decision, order.lines, order.fill.partial)
     if status is None:
         report.mismatched.append(order.id)  # for a person to look at; never guessed
         log.error("order %s: flows %s are not its lines", order.id, decision.deducted_lines())
@@ -175,10 +177,24 @@ def settle_one(
     if status == CONFIRMED and order.pay_within:
         status = AWAITING_PAYMENT  # a hold: paid or expired from here
     reason = f"{RECONCILED}: {what} ({order.reason or 'its request ended without an outcome'})"
-    if transitions.settle(store, order.id, PENDING, status, reason, fence, order.pay_within):
+    confirmed = _confirmed(order, decision) if status != FAILED else None
+    moved = transitions.settle(
+        store, order.id, PENDING, status, reason, fence, order.pay_within, confirmed
+    )
+    if moved:
         placed = status in (CONFIRMED, AWAITING_PAYMENT, CANCELLED)
         (report.confirmed if placed else report.failed).append(order.id)
         log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)
+
+
+def _confirmed(order: OrderRow, decision: StockDecision) -> Confirmed | None:
+    """What a deducted flag filled of the order, to record with its settlement: each line's
+    units for an order that asked for a fill or a location, and the allocations; none to
+    record for a plain order taken from `default`."""
+    filled = filled_of(order.lines, order.fill, decision.flows, decision.body)
+    if filled is None or (order.fill.plain and not filled.allocations):
+        return None
+    return Confirmed(order.id, filled, lines=not order.fill.plain)
 
 
 @dataclass
@@ -199,7 +215,11 @@ class DeductAgain:
             return self.stock.void(order.id)
         if not self.flags.write([order.id]):
             return None
-        answer = self.stock.reduce_stock(order.id, order.lines, hold=bool(order.pay_within))
+        hold = bool(order.pay_within)
+        if order.fill.plain:
+            answer = self.stock.reduce_stock(order.id, order.lines, hold=hold)
+        else:  # as its genOrder asked: partial, the lines' locations
+            answer = self.stock.reduce_stock(order.id, order.lines, hold=hold, fill=order.fill)
         if answer.outcome == REJECTED:  # its goods are unknown: nothing can be deducted
             return self.stock.void(order.id)
         decision = self.stock.decision(order.id)

@@ -7,7 +7,7 @@ creation, including the limits of the enclosing function.)
 """
 
 from enum import StrEnum
-from typing import Annotated, Literal, Self
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import (
     BaseModel,
@@ -16,7 +16,16 @@ from pydantic import (
     model_validator,
 )
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict, Unavailable
+from order_service.fills import ALL_OR_NOTHING, FILLS
+from shared.schemas import (
+    IDENTIFIER_PATTERN,
+    WHOLE,
+    Answer,
+    ErrorBody,
+    Identifier,
+    Strict,
+    Unavailable,
+)
 
 
 class OrderStatus(StrEnum):
@@ -39,6 +48,17 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
         num: Annotated[
             int, Field(ge=1, le=max_quantity, description="units of this goods id"), WHOLE
         ]
+        # Absent is None, as OrderBody.goodsIds.
+        location: Annotated[
+            str,
+            Field(
+                pattern=IDENTIFIER_PATTERN,
+                description="the location (PUT /locations/{locationId} of the stock service) "
+                "this line is taken from, or not at all; absent: wherever the stock service "
+                "allocates it. A location it has not: 422, nothing placed",
+                examples=["north"],
+            ),
+        ] = None  # type: ignore[assignment]
 
     class OrderBody(Strict):
         """goodsIds (one unit of each) or items (a num each), not both. Repeated goods ids are
@@ -65,6 +85,18 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             ),
             WHOLE,
         ] = None  # type: ignore[assignment]
+        # Any value is taken here and judged by the route (order_service/fills.py, fill_of):
+        # one other than these two is refused with 422, as the stock service refuses it.
+        fill: Annotated[
+            Any,
+            Field(
+                description="all (the default): every line filled whole, or the order fails; "
+                "partial: confirmed with what the stock can fill (at least one unit), each "
+                "line's `filled` in the answer and `shortfalls` the lines not filled whole; "
+                "what was not filled is never deducted later. Any other value: 422",
+                json_schema_extra={"enum": list(FILLS)},
+            ),
+        ] = ALL_OR_NOTHING
 
         @model_validator(mode="after")
         def _one_form(self) -> Self:
@@ -77,6 +109,12 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             if self.goodsIds is not None:
                 return [(goods_id, 1) for goods_id in self.goodsIds]
             return [(item.goodsId, item.num) for item in self.items]
+
+        def located(self) -> list[tuple[str, str | None]]:
+            """(goods id, location) per line; goodsIds name none."""
+            if self.goodsIds is not None:
+                return [(goods_id, None) for goods_id in self.goodsIds]
+            return [(item.goodsId, item.location) for item in self.items]
 
     return OrderBody
 
@@ -116,6 +154,33 @@ class CancelKeyHeaders(BaseModel):
     )
 
 
+class OrderLine(BaseModel):
+    goodsId: str
+    num: int = Field(description="units ordered")
+    filled: int | None = Field(
+        None,
+        description="an order that asked for a fill or a location: the units filled (null "
+        "while unknown). Absent: all or nothing, filled whole once deducted",
+    )
+    location: str | None = Field(None, description="the location the line named")
+
+
+class OrderAllocation(BaseModel):
+    goodsId: str
+    location: str
+    num: int
+
+
+class LineShortfall(BaseModel):
+    """A line not filled whole: refused for lack of stock (with the level's seed version), or
+    a partial order's line filled in part or not at all."""
+
+    goodsId: str
+    requested: int
+    available: int
+    seedVersion: int | None = None
+
+
 class OrderAnswer(Answer):
     orderId: str
     status: OrderStatus
@@ -124,13 +189,21 @@ class OrderAnswer(Answer):
         "held), false (FAILED), pending (PENDING, CANCELLING), cancelled (CANCELLED)"
     )
     reason: str | None = Field(None, description="why FAILED, or why still PENDING")
-    shortfalls: list[Shortfall] | None = Field(None, description="with insufficient_stock")
+    shortfalls: list[LineShortfall] | None = Field(
+        None,
+        description="with insufficient_stock; and a partial order's lines not filled whole "
+        "(available: what was filled of it)",
+    )
     payBy: str | None = Field(None, description="a hold: the payment's deadline (UTC)")
-
-
-class OrderLine(BaseModel):
-    goodsId: str
-    num: int
+    fill: Literal["all", "partial"] | None = Field(
+        None, description="an order that asked for a fill or a location: what it asked"
+    )
+    items: list[OrderLine] | None = Field(
+        None, description="an order that asked for a fill or a location: its lines"
+    )
+    allocations: list[OrderAllocation] | None = Field(
+        None, description="where its units were taken from, when the stock service said"
+    )
 
 
 class OrderView(Answer):
@@ -143,6 +216,12 @@ class OrderView(Answer):
     updateTime: str
     payBy: str | None = None
     paidTime: str | None = None
+    fill: Literal["all", "partial"] | None = Field(
+        None, description="an order that asked for a fill or a location: what it asked"
+    )
+    allocations: list[OrderAllocation] | None = Field(
+        None, description="where its units were taken from, when the stock service said"
+    )
 
 
 class OrderNotChanged(ErrorBody):
@@ -157,6 +236,9 @@ class OrderNotChanged(ErrorBody):
 
 class OrderRefused(ErrorBody):
     goodsIds: list[str] | None = Field(None, description="the goods ids the stock has not")
+    locations: list[str] | None = Field(
+        None, description="the locations the lines named that the stock service has not"
+    )
     orderId: str | None = Field(None, description="the order an Idempotency-Key belongs to")
 
 

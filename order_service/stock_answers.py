@@ -9,11 +9,15 @@ from typing import Any
 
 import httpx
 
+from order_service.fills import Fill
 from shared.contract import Outcome
 
 # What the client makes of a call beyond the stock service's own outcomes (shared/contract.py):
 UNKNOWN = "unknown"  # no answer that says what happened
 REJECTED = "rejected"  # the order's own goods are unknown (404, unknown_goods): nothing done
+# A batched reduceStock's result for a flag whose lines name a location the stock service has
+# not (the single route's 404 {"error": "unknown location", "locations": [...]}).
+UNKNOWN_LOCATION = "unknown_location"
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
 
 
@@ -58,6 +62,7 @@ class StockDecision:
     # return_stock: returned or voided
     outcome: str | None
     flows: list[dict[str, Any]]  # the flows (void), or the return rows (return_stock)
+    body: Any = None  # the whole answer (its `allocations`, when deducted)
 
     def deducted_lines(self) -> dict[str, int]:
         return {f["goodsId"]: f["num"] for f in self.flows}
@@ -71,12 +76,30 @@ def take_result(answer: StockAnswer, result: dict[str, Any]) -> None:
         return
     answer.error = None
     answer.body = result
-    if outcome == Outcome.UNKNOWN_GOODS:  # its 404
+    if outcome == Outcome.UNKNOWN_GOODS and "locations" not in result:  # its 404
         body = {"error": "unknown goods", "goodsIds": result.get("goodsIds", [])}
+        answer.own_goods_unknown(404, body)
+        return
+    if outcome in (UNKNOWN_LOCATION, Outcome.UNKNOWN_GOODS):  # its 404 naming locations
+        body = {"error": "unknown location", "locations": result.get("locations", [])}
         answer.own_goods_unknown(404, body)
         return
     answer.outcome = str(outcome)
     answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409
+
+
+def own_unknown(body: Any) -> bool:
+    """A 404 of reduceStock that is the order's own: goods ids, or locations its lines name,
+    that the stock service has not (never a 404 of the route itself)."""
+    return isinstance(body, dict) and ("goodsIds" in body or "locations" in body)
+
+
+def line_json(goods_id: str, units: int, fill: Fill) -> dict[str, Any]:
+    """A line of reduceStock, with its location only when it names one."""
+    line: dict[str, Any] = {"goodsId": goods_id, "goodsNum": units}
+    if goods_id in fill.locations:
+        line["location"] = fill.locations[goods_id]
+    return line
 
 
 def json_or_text(response: httpx.Response) -> Any:

@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import httpx
 
+from order_service.fills import ALL, PARTIAL, Fill
 from order_service.retry import RetryBudget
 from order_service.stock_answers import (
     RETRYABLE_STATUS,
@@ -30,6 +31,7 @@ from order_service.stock_answers import (
     StockAnswer,
     error_text,
     json_or_text,
+    line_json,
     take_result,
 )
 from order_service.stock_client import StockClient
@@ -46,14 +48,18 @@ def _nothing() -> None:
     pass
 
 
-def entry(flag: str, lines: dict[str, int], hold: bool) -> bytes:
-    """One flag's part of the body, encoded as it is sent (so its size is what the cap sees)."""
+def entry(flag: str, lines: dict[str, int], hold: bool, fill: Fill = ALL) -> bytes:
+    """One flag's part of the body, encoded as it is sent (so its size is what the cap sees):
+    `fill` and a line's `location` only when the order asked for them, so an ordinary order's
+    part is what it always was."""
     part: dict[str, Any] = {
         "flag": flag,
-        "lines": [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())],
+        "lines": [line_json(g, n, fill) for g, n in sorted(lines.items())],
     }
     if hold:
         part["hold"] = True
+    if fill.partial:
+        part["fill"] = PARTIAL
     return json.dumps(part, separators=(",", ":")).encode()
 
 
@@ -82,21 +88,39 @@ def reduce_many(
     wanted: dict[str, dict[str, int]],
     before_retry: Callable[[], None] = _nothing,
     holds: frozenset[str] = frozenset(),
+    fills: Mapping[str, Fill] | None = None,
 ) -> dict[str, StockAnswer]:
     """Each flag's answer. The calls share one budget of seconds (STOCK_CALL_BUDGET, which
-    the reconciler's rule counts on); each has the policy's attempts."""
+    the reconciler's rule counts on); each has the policy's attempts. `fills`: the flags of
+    orders that asked for a fill or a location, and what they asked."""
+    fills = fills or {}
     budget = stock.budget()
     answers = {flag: StockAnswer(UNKNOWN) for flag in wanted}
-    entries = {flag: entry(flag, lines, flag in holds) for flag, lines in wanted.items()}
+    entries = {
+        flag: entry(flag, lines, flag in holds, fills.get(flag, ALL))
+        for flag, lines in wanted.items()
+    }
     for flags in cut(entries, stock.batch_bytes):
         if len(flags) == 1:  # alone: the single route, as a lone order goes
             [flag] = flags
             lone = stock.budget(budget.remaining_seconds())
-            stock.reduce_stock(flag, wanted[flag], before_retry, flag in holds, answers[flag], lone)
+            fill = fills.get(flag, ALL)
+            stock.reduce_stock(
+                flag, wanted[flag], before_retry, flag in holds, answers[flag], lone, fill
+            )
             continue
         refused = _call(stock, flags, entries, answers, before_retry, budget.remaining_seconds())
         if refused:
-            _alone(stock, refused, wanted, answers, before_retry, holds, budget.remaining_seconds)
+            _alone(
+                stock,
+                refused,
+                wanted,
+                answers,
+                before_retry,
+                holds,
+                budget.remaining_seconds,
+                fills,
+            )
     return answers
 
 
@@ -161,6 +185,7 @@ def _alone(
     before_retry: Callable[[], None],
     holds: frozenset[str],
     remaining: Callable[[], float],
+    fills: Mapping[str, Fill],
 ) -> None:
     """A refused call wrote nothing, so each flag is decided as if alone: sent on the single
     route with the same flag (and what its earlier attempts said). Past the budget, the flags
@@ -170,4 +195,7 @@ def _alone(
         if remaining() <= 0:
             break
         lone = stock.budget(remaining())
-        stock.reduce_stock(flag, wanted[flag], before_retry, flag in holds, answers[flag], lone)
+        fill = fills.get(flag, ALL)
+        stock.reduce_stock(
+            flag, wanted[flag], before_retry, flag in holds, answers[flag], lone, fill
+        )

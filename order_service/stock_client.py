@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 
+from order_service.fills import ALL, PARTIAL, Fill
 from order_service.retry import CallPolicy, RetryBudget
 from order_service.stock_answers import (
     RETRYABLE_STATUS,
@@ -35,6 +36,8 @@ from order_service.stock_answers import (
     StockDecision,
     error_text,
     json_or_text,
+    line_json,
+    own_unknown,
 )
 from shared.metrics import STOCK_CALL_RETRIES
 from shared.request_id import request_id_headers
@@ -120,14 +123,18 @@ class StockClient:
         hold: bool = False,
         answer: StockAnswer | None = None,
         budget: RetryBudget | None = None,
+        fill: Fill = ALL,
     ) -> StockAnswer:
         """`before_retry`: called before each attempt after the first (a batch lets the next
         one start instead of holding it up while this call is in trouble); `hold`: a hold's
         deduction, its units held until paid (release_hold). `answer` and `budget`: a call
         carried on alone after a batched one (order_service/stock_batch.py), keeping what its
-        attempts so far said and the time they left."""
-        params = {"hold": "true"} if hold else None
-        body = [{"goodsId": g, "goodsNum": n} for g, n in sorted(lines.items())]
+        attempts so far said and the time they left. `fill`: partial (?fill=partial) and the
+        lines' locations, each sent only when asked for."""
+        params = {"hold": "true"} if hold else {}
+        if fill.partial:
+            params["fill"] = PARTIAL
+        body = [line_json(g, n, fill) for g, n in sorted(lines.items())]
         budget = budget or self.budget()
         answer = answer or StockAnswer(UNKNOWN)
         while budget.next_attempt():
@@ -138,7 +145,10 @@ class StockClient:
             client = self.http if budget.used == 1 else self.fresh
             try:
                 response = client.put(
-                    f"/reduceStock/{flag}", json=body, params=params, headers=request_id_headers()
+                    f"/reduceStock/{flag}",
+                    json=body,
+                    params=params or None,
+                    headers=request_id_headers(),
                 )
             except httpx.TransportError as exc:
                 answer.no_answer(f"{type(exc).__name__} calling the stock service")
@@ -155,8 +165,8 @@ class StockClient:
                 answer.outcome = str(answer.body.get("outcome", UNKNOWN))
             elif status == 409:
                 answer.outcome = str(answer.body.get("outcome", "insufficient"))
-            elif status == 404 and isinstance(answer.body, dict) and "goodsIds" in answer.body:
-                answer.own_goods_unknown(status, answer.body)  # its own goods ids: unknown
+            elif status == 404 and own_unknown(answer.body):
+                answer.own_goods_unknown(status, answer.body)  # its own goods or locations
             else:
                 answer.refused_whole(status, answer.body)
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
@@ -176,7 +186,7 @@ class StockClient:
                 continue
             if response.status_code == 200:
                 body = response.json()
-                return StockDecision(body["decision"], list(body.get("flows", [])))
+                return StockDecision(body["decision"], list(body.get("flows", [])), body)
             log.warning("flags %s attempt %d: HTTP %d", flag, budget.used, response.status_code)
         return None
 
@@ -214,7 +224,7 @@ class StockClient:
                 continue
             if response.status_code == 200:
                 body = response.json()
-                return StockDecision(str(body["outcome"]), list(body.get(rows, [])))
+                return StockDecision(str(body["outcome"]), list(body.get(rows, [])), body)
             log.warning("%s %s attempt %d: HTTP %d", route, flag, budget.used, response.status_code)
         return None
 

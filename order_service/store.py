@@ -13,6 +13,8 @@ from typing import Any
 from sqlalchemy import Engine, and_, delete, or_, select, update
 from sqlalchemy.engine import Connection
 
+from order_service.fill_store import Lines, allocations_of, detail_rows, lines_of
+from order_service.fills import ALL, Fill
 from order_service.model import PENDING, OrderRow, OrderState
 from order_service.statements import (
     DELETE_HOLD_RELEASE,
@@ -45,19 +47,19 @@ class OrderWrite:
         self.conn = conn
         self.stamp = now()
 
-    def add(self, order: dict[str, Any], lines: dict[str, int]) -> None:
+    def add(self, order: dict[str, Any], lines: dict[str, int], fill: Fill = ALL) -> None:
         """An order row and its details (a repeated idempotency key: IntegrityError)."""
-        self.add_many([(order, lines)])
+        self.add_many([(order, lines, fill)])
 
-    def add_many(self, placed: list[tuple[dict[str, Any], dict[str, int]]]) -> None:
+    def add_many(self, placed: list[tuple[dict[str, Any], dict[str, int], Fill]]) -> None:
         """Order rows and their details, two statements for all (a repeated idempotency key:
         IntegrityError, nothing of them written once the transaction rolls back)."""
         at = {"created_at": self.stamp, "updated_at": self.stamp}
-        self.conn.execute(INSERT_ORDER, [{**order, **at} for order, _ in placed])
+        self.conn.execute(INSERT_ORDER, [{**order, **at} for order, _, _ in placed])
         details = [
-            {"id": new_id(), "order_id": order["id"], "goods_id": g, "goods_num": n}
-            for order, lines in placed
-            for g, n in sorted(lines.items())
+            {"id": new_id(), **row}
+            for order, lines, fill in placed
+            for row in detail_rows(order["id"], lines, fill)
         ]
         if details:  # none for a tombstone: a key cancelled before its order
             self.conn.execute(INSERT_DETAILS, details)
@@ -204,16 +206,7 @@ class OrderStore:
         query = query.order_by(stamp_column, orders.c.id).limit(limit)
         with transaction(self.engine, DB, read_only=True) as conn:
             rows = list(conn.execute(query).mappings())
-            lines: dict[str, dict[str, int]] = {row["id"]: {} for row in rows}
-            if rows:
-                for d in conn.execute(
-                    select(
-                        order_details.c.order_id,
-                        order_details.c.goods_id,
-                        order_details.c.goods_num,
-                    ).where(order_details.c.order_id.in_(list(lines)))
-                ):
-                    lines[d.order_id][d.goods_id] = d.goods_num
+            lines = lines_of(conn, [row["id"] for row in rows])
         return [_row(row, lines[row["id"]]) for row in rows]
 
     def pending_page(
@@ -237,19 +230,14 @@ class OrderStore:
         return self._one(orders.c.idempotency_key == key)
 
     def _one(self, condition: Any) -> OrderRow | None:
+        """An order, with its lines and the allocations it keeps."""
         with transaction(self.engine, DB, read_only=True) as conn:
             row = conn.execute(select(orders).where(condition)).mappings().first()
             if row is None:
                 return None
-            lines = {
-                d.goods_id: d.goods_num
-                for d in conn.execute(
-                    select(order_details.c.goods_id, order_details.c.goods_num).where(
-                        order_details.c.order_id == row["id"]
-                    )
-                )
-            }
-        return _row(row, lines)
+            lines = lines_of(conn, [row["id"]])[row["id"]]
+            allocations = allocations_of(conn, row["id"])
+        return _row(row, lines, allocations)
 
 
 def _found(conn: Any, order_id: str) -> OrderState:
@@ -259,19 +247,22 @@ def _found(conn: Any, order_id: str) -> OrderState:
     return OrderState(order_id, found.status, found.reason, found.pay_deadline, found.paid_at)
 
 
-def _row(row: Any, lines: dict[str, int]) -> OrderRow:
+def _row(row: Any, lines: Lines, allocations: tuple[tuple[str, str, int], ...] = ()) -> OrderRow:
     return OrderRow(
         row["id"],
         row["user_id"],
         row["status"],
         row["reason"],
         row["request_hash"],
-        lines,
+        lines.units,
         row["created_at"],
         row["updated_at"],
         row["pay_deadline"],
         row["paid_at"],
         row["pay_within"],
+        lines.fill(row["fill_mode"]),
+        lines.filled,
+        allocations,
     )
 
 

@@ -35,6 +35,9 @@ orders = Table(
     Column("pay_within", Integer, nullable=True),
     Column("pay_deadline", Timestamp, nullable=True),
     Column("paid_at", Timestamp, nullable=True),
+    # "partial" (genOrder's fill): confirmed with what the stock could fill; null: all or
+    # nothing, as every order placed before it existed (order_service/fills.py)
+    Column("fill_mode", String(8), nullable=True),
     # The reconciler pages through the PENDING and CANCELLING orders, oldest first, and the
     # holds by their deadline.
     Index("ix_orders_status_created", "status", "created_at"),
@@ -52,6 +55,23 @@ order_details = Table(
     # version of that level. The checker tells a lost sale from a refusal that was right then.
     Column("available", Integer, nullable=True),
     Column("seed_version", Integer, nullable=True),
+    # The location the line names (taken from there or not at all); null: wherever the stock
+    # service allocates it.
+    Column("location", String(64), nullable=True),
+    # The units filled, recorded when an order that asked for a fill or a location is
+    # confirmed; null for the others (filled whole once deducted), and before.
+    Column("filled", Integer, nullable=True),
+)
+
+# Where the stock service took a confirmed order's units from (its answer's `allocations`),
+# kept with the order when they name a location other than `default`.
+order_allocation = Table(
+    "order_allocation",
+    metadata,
+    Column("order_id", String(32), ForeignKey("orders.id"), primary_key=True),
+    Column("goods_id", String(64), primary_key=True),
+    Column("location_id", String(64), primary_key=True),
+    Column("num", Integer, nullable=False),
 )
 
 # The fence of the elected reconciler: the highest (epoch, leader token) that has written. A

@@ -21,6 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from order_service.fill_store import Confirmed, record
+from order_service.fills import ALL, Fill
 from order_service.model import (
     AWAITING_PAYMENT,
     CANCELLED,
@@ -57,6 +59,7 @@ class NewOrder:
     idempotency_key: str | None = None
     request_hash: str | None = None
     pay_within: int | None = None
+    fill: Fill = ALL  # partial, and the lines' locations (order_service/fills.py)
 
     def row(self) -> dict[str, Any]:
         return {
@@ -69,6 +72,7 @@ class NewOrder:
             "pay_within": self.pay_within,
             "pay_deadline": None,
             "paid_at": None,
+            "fill_mode": self.fill.mode if self.fill.partial else None,  # null: all or nothing
         }
 
 
@@ -94,7 +98,7 @@ def create_pending_many(store: OrderStore, new: list[NewOrder]) -> None:
     """A batch's orders, PENDING, in one transaction: all of them, or (a repeated idempotency
     key: IntegrityError) none."""
     with store.writing() as write:
-        write.add_many([(order.row(), order.lines) for order in new])
+        write.add_many([(order.row(), order.lines, order.fill) for order in new])
 
 
 def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderState:
@@ -126,16 +130,20 @@ def finish(
     reason: str | None,
     shortfalls: list[dict[str, Any]] | None = None,
     hold_for: int | None = None,
+    confirmed: Confirmed | None = None,
 ) -> OrderState:
     """A PENDING order to its outcome (or why it is still PENDING), with the shortfall of each
     line the stock service refused; `hold_for`: AWAITING_PAYMENT's seconds to pay in, from
-    now. The order's state after: the one written, or, when it was no longer PENDING (the
-    reconciler settled it, the buyer cancelled it), the one found."""
+    now; `confirmed`: what a confirmed order filled, recorded with the move. The order's
+    state after: the one written, or, when it was no longer PENDING (the reconciler settled
+    it, the buyer cancelled it), the one found."""
     reason = reason and reason[:200]
     hold_for = hold_for if status == AWAITING_PAYMENT else None
     with store.writing() as write:
         if not write.finish_pending(order_id, status, reason, hold_for):
             return write.state(order_id)
+        if confirmed is not None:
+            record(write.conn, [confirmed])
         for short in shortfalls or []:
             write.record_shortfall(
                 order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
@@ -152,6 +160,7 @@ class Finish:
     reason: str | None = None
     shortfalls: tuple[dict[str, Any], ...] = ()
     hold_for: int | None = None
+    confirmed: Confirmed | None = None  # what a confirmed order filled, recorded with it
 
 
 def finish_many(store: OrderStore, finishes: list[Finish]) -> dict[str, OrderState]:
@@ -182,6 +191,16 @@ def finish_many(store: OrderStore, finishes: list[Finish]) -> dict[str, OrderSta
                 and written[f.order_id].reason == (f.reason and f.reason[:200])
             ]
         )
+        record(
+            write.conn,
+            [
+                f.confirmed
+                for f in finishes
+                if f.confirmed is not None
+                and written[f.order_id].status == f.status
+                and written[f.order_id].reason == (f.reason and f.reason[:200])
+            ],
+        )
     return written
 
 
@@ -194,11 +213,13 @@ def move(
     fence: Fence | None = None,
     due: bool | None = None,
     hold_for: int | None = None,
+    confirmed: Confirmed | None = None,
     **values: Any,
 ) -> tuple[bool, OrderState]:
     """Every other transition: one of `was` -> `status` (`due`, `hold_for`: see
     OrderWrite.compare_and_set), with `fence` the elected reconciler's (see the module's
-    docstring). Whether it moved, and the order's state after."""
+    docstring), and `confirmed` recorded if it moved. Whether it moved, and the order's state
+    after."""
     reason = reason and reason[:200]
     with store.writing() as write:
         if fence is not None and not write.advance_fence(fence.epoch, fence.token):
@@ -209,6 +230,8 @@ def move(
                 "elected; if the lock service was rebuilt, raise RECONCILER_EPOCH"
             )
         moved = write.compare_and_set(order_id, was, status, reason, due, hold_for, **values)
+        if moved and confirmed is not None:
+            record(write.conn, [confirmed])
         return moved, write.state(order_id)
 
 
@@ -220,9 +243,14 @@ def settle(
     reason: str,
     fence: Fence | None = None,
     hold_for: int | None = None,
+    confirmed: Confirmed | None = None,
 ) -> bool:
-    """Reconciliation: an order from `was` to `status`; False if it had moved on."""
-    return move(store, order_id, (was,), status, reason, fence, hold_for=hold_for)[0]
+    """Reconciliation: an order from `was` to `status` (with what it filled, when confirmed);
+    False if it had moved on."""
+    moved = move(
+        store, order_id, (was,), status, reason, fence, hold_for=hold_for, confirmed=confirmed
+    )
+    return moved[0]
 
 
 def pay(store: OrderStore, order_id: str) -> tuple[bool, OrderState]:
