@@ -32,6 +32,13 @@ through a stock worker like a deduction (the lock, the row's fence, the decision
 that passed the Redis pre-filter before the refusal deleted the flag, and runs after a return
 has brought the stock back, finds no decision and deducts, for a buyer told FAILED.
 
+Since stock has locations there is a second model, model/locations.pml (its variants in
+inventory/model_location_variants.py): stock in two locations, an order's allocation decided
+under the lock and written under the fence (GREEDY_SPLIT, PER_LINE and LOCATIONS_NO_FENCE break
+it), and a transfer's legs, each once (LEG_NOT_ONCE, OUT_NOT_ONCE). Each variant names its model
+file; a run checks both models' variants, or with --model PATH the variants of the model of
+that file's name, checked against PATH.
+
     python -m inventory.model_check [--json] [--model PATH]
 """
 
@@ -48,11 +55,23 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from inventory.model_location_variants import LOCATION_VARIANTS
 from inventory.model_variants import VARIANTS, Variant
 
-__all__ = ["VARIANTS", "Result", "Variant", "check_all", "check_variant", "main"]
+__all__ = [
+    "ALL_VARIANTS",
+    "LOCATION_VARIANTS",
+    "VARIANTS",
+    "Result",
+    "Variant",
+    "check_all",
+    "check_variant",
+    "main",
+]
 
-MODEL = Path(__file__).resolve().parent.parent / "model" / "protocol.pml"
+MODELS = Path(__file__).resolve().parent.parent / "model"
+MODEL = MODELS / "protocol.pml"
+ALL_VARIANTS = VARIANTS + LOCATION_VARIANTS
 MEMORY_LIMIT_MB = 2048  # pan's own bound (-DMEMLIM): it stops, "search not completed"
 MAX_DEPTH = 10_000  # the model's paths are about 270 steps long
 SPIN_TIMEOUT_S = 600
@@ -139,8 +158,10 @@ def readable_trace(replay: str) -> list[str]:
     return lines
 
 
-def check_variant(variant: Variant, model: Path = MODEL) -> Result:
-    """Generate, compile and run the verifier of one variant in a temporary directory."""
+def check_variant(variant: Variant, model: Path | None = None) -> Result:
+    """Generate, compile and run the verifier of one variant in a temporary directory (its own
+    model file in model/, unless `model` is given)."""
+    model = model or MODELS / variant.model
     result = Result(variant.name, variant.meaning, variant.expect_violation)
     defines = [f"-D{macro}" for macro in variant.macros]
     started = time.monotonic()
@@ -151,7 +172,8 @@ def check_variant(variant: Variant, model: Path = MODEL) -> Result:
         # A variant expected to fail searches on for the shortest counterexample (-i, which
         # needs -DREACH): its trace is then the few steps that matter.
         shortest = ["-DREACH"] if variant.expect_violation and variant.shortest else []
-        compile_pan = ["gcc", "-O2", "-w", "-DSAFETY", "-DCOLLAPSE", f"-DMEMLIM={MEMORY_LIMIT_MB}"]
+        level = "-O2" if variant.optimize else "-O0"
+        compile_pan = ["gcc", level, "-w", "-DSAFETY", "-DCOLLAPSE", f"-DMEMLIM={MEMORY_LIMIT_MB}"]
         _run([*compile_pan, *shortest, "-o", "pan", "pan.c"], work)
         pan = ["./pan", f"-m{MAX_DEPTH}"] + (["-i"] if shortest else [])
         # nice: the machine may be busy with load tests; one search at a time (the caller)
@@ -163,9 +185,11 @@ def check_variant(variant: Variant, model: Path = MODEL) -> Result:
     return result
 
 
-def check_all(model: Path = MODEL, variants: tuple[Variant, ...] = VARIANTS) -> list[Result]:
+def check_all(model: Path | None = None, variants: tuple[Variant, ...] = VARIANTS) -> list[Result]:
+    """Each variant checked in turn; with `model`, only those of the model of its file name."""
     require_tools()
-    return [check_variant(variant, model) for variant in variants]
+    chosen = [v for v in variants if model is None or v.model == model.name]
+    return [check_variant(variant, model) for variant in chosen]
 
 
 def verdict(result: Result) -> str:
@@ -194,10 +218,16 @@ def render(results: list[Result]) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--json", action="store_true", help="results as JSON")
-    parser.add_argument("--model", type=Path, default=MODEL, help="the Promela model")
+    parser.add_argument(
+        "--model",
+        type=Path,
+        default=None,
+        help="a Promela model checked in place of the one of its name (protocol.pml, "
+        "locations.pml): that model's variants only (default: both models')",
+    )
     args = parser.parse_args(argv)
     try:
-        results = check_all(args.model)
+        results = check_all(args.model, ALL_VARIANTS)
     except ToolMissing as exc:
         print(f"model check: {exc}", file=sys.stderr)
         return 2

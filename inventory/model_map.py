@@ -96,3 +96,37 @@ ACTIONS: dict[str, str] = {
         "stock_service.core.plan.plan"
     ),
 }
+
+# The locations' model (model/locations.pml): each of its actions, and the function of the code
+# that does it. tests/unit/test_model_locations.py imports each. The transfer's actions (its
+# step under the lock, the state's compare-and-set, the leg and reference keys) and the
+# locations' level and allocation rows are mapped once their code is in.
+LOCATION_ACTIONS: dict[str, str] = {
+    "take the lock on the goods ids of a request, with a token per name": (
+        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+    ),
+    "a batch's requests decided in turn on the levels the ones before left": (
+        "stock_service.core.plan.plan"
+    ),
+    "allocate: the rule on the levels read under the lock": (
+        "stock_service.core.allocation.allocate"
+    ),
+    "the whole order from one location, the best priority that fills it": (
+        "stock_service.core.allocation._one_for_all"
+    ),
+    "each line from one location, the fewest locations for the order": (
+        "stock_service.core.allocation._fewest_locations"
+    ),
+    "a line split by priority, only when no single location fills it": (
+        "stock_service.core.allocation._split"
+    ),
+    "fenced write on X's row: its fence and its ledger seq as read": (
+        "stock_service.store.StockWrite.set_level_fenced"
+    ),
+    "fence refused (newer holder) or overtaken (older holder)": (
+        "stock_service.decide._write_levels"
+    ),
+    "read again and decide again after overtaken or a key met": (
+        "stock_service.decide.decide_batch"
+    ),
+}

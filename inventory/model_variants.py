@@ -19,6 +19,11 @@ class Variant:
     # A counterexample searched on for the shortest (pan -i): its trace is then the few steps
     # that matter. False where that search costs minutes and any counterexample tells the story.
     shortest: bool = True
+    # The model file in model/ (the locations' variants are in model_location_variants.py).
+    model: str = "protocol.pml"
+    # pan compiled with gcc -O2: worth its seconds for a search of millions of states; a small
+    # model's search is over before -O2 has compiled it (-O0 then).
+    optimize: bool = True
 
 
 VARIANTS: tuple[Variant, ...] = (
