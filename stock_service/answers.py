@@ -34,6 +34,10 @@ def shortfalls_json(result: Any) -> list[dict[str, Any]]:
     ]
 
 
+def allocations_json(allocations: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    return [{"goodsId": g, "location": loc, "num": n} for g, loc, n in allocations]
+
+
 def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
     """One flag's result in a batched answer (what the single route's body would say)."""
     if isinstance(result, DependencyUnavailable):
@@ -46,8 +50,9 @@ def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
         }
     DEDUCTIONS.labels(result.outcome.value).inc()
     body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
-    if result.outcome is Outcome.INSUFFICIENT:
+    if result.shortfalls:  # a refusal's, or what a partial fill did not fill
         body["shortfalls"] = shortfalls_json(result)
     if result.outcome is Outcome.DEDUCTED:
         body["flows"] = [flow_json(row) for row in result.flows]
+        body["allocations"] = allocations_json(result.allocations)
     return body

@@ -14,11 +14,12 @@ from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable, merge_lines
-from stock_service.answers import flag_result, flow_json, shortfalls_json
+from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
+from stock_service.answers import allocations_json, flag_result, flow_json, shortfalls_json
 from stock_service.core.plan import Adjustment
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
+from stock_service.location_schemas import NotFound
 from stock_service.schemas import (
     BatchDeduction,
     Deduction,
@@ -31,6 +32,7 @@ from stock_service.schemas import (
     StockLevel,
     UnknownGoods,
 )
+from stock_service.wants import check_locations, deduction_request
 
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
@@ -65,7 +67,10 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                     "deducted now, or duplicate: the stock database says this flag was "
                     "deducted before (by another attempt)",
                 ),
-                404: (UnknownGoods, "Goods ids that have no stock row: nothing written"),
+                404: (
+                    NotFound,
+                    "Goods ids with no stock row, or an unknown location: nothing written",
+                ),
                 409: (
                     Deduction,
                     "Nothing deducted. insufficient: refused for lack of stock, now (with the "
@@ -76,7 +81,11 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                     "database (Redis lost it, or it expired): write it again to retry",
                 ),
                 413: BODY_TOO_LARGE,
-                422: (UnknownGoods, "A goods id's lines sum to more than MAX_QUANTITY"),
+                422: (
+                    NotFound,
+                    "A goods id's lines sum to more than MAX_QUANTITY (`goodsIds`), or name "
+                    "different locations; a fill that is neither all nor partial",
+                ),
                 503: DOWN,
             }
         )
@@ -88,12 +97,20 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         deduped through Redis and the stock flow, under the lock of each goods id."""
         d = deps()
         log_context(flag=flag, order_id=flag)  # the order service's flag is its order id
-        lines = merge_lines(json_data.pairs(), d.settings.max_quantity)
-        unknown = d.store.unknown_goods(sorted(lines))
+        request = deduction_request(
+            flag,
+            json_data.pairs(),
+            json_data.places(),
+            query_data.hold,
+            query_data.fill,
+            d.settings.max_quantity,
+        )
+        unknown = d.store.unknown_goods(sorted(request.lines))
         if unknown:
             raise ApiError(404, f"unknown goods: {', '.join(unknown)}", goodsIds=unknown)
+        check_locations(d.locations, [request])
         deduction: StockDeduction = d.deduction
-        result = deduction.reduce(flag, lines, query_data.hold)
+        result = deduction.reduce(request)
         body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
         # The hold's own line (deduction.py) tells what its batch did; a request's line only
         # when it was not a plain deduction.
@@ -101,7 +118,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         log.log(level, "reduceStock: %s", result.outcome.value)
         DEDUCTIONS.labels(result.outcome.value).inc()
         timing = {"Server-Timing": result.timings.header()}
-        if result.outcome is Outcome.INSUFFICIENT:
+        if result.shortfalls:  # a refusal's, or what a partial fill did not fill
             body["shortfalls"] = shortfalls_json(result)
         if result.outcome in NOT_DEDUCTED:
             return jsonify(body), 409, timing
@@ -109,6 +126,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             # The committed rows, as GET /stockFlow/{flag} would return them: the order
             # service confirms from them instead of reading them back.
             body["flows"] = [flow_json(row) for row in result.flows]
+            body["allocations"] = allocations_json(result.allocations)
         if result.outcome is Outcome.DEDUCTED and result.hold is not None:
             body["lock"] = {
                 "backend": d.locks.name,
@@ -132,8 +150,13 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                     "would answer for it alone (unknown_goods and unavailable in place of its "
                     "404 and 503)",
                 ),
+                404: (NotFound, "A line names a location there is none of: nothing written"),
                 413: BODY_TOO_LARGE,
-                422: (ErrorBody, "A flag sent twice, or a line summed over MAX_QUANTITY"),
+                422: (
+                    ErrorBody,
+                    "A flag sent twice, a line summed over MAX_QUANTITY, a fill that is "
+                    "neither all nor partial, a goods id's lines naming different locations",
+                ),
                 503: DOWN,
             }
         )
@@ -143,25 +166,28 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         deduped and locked as if it had come alone, all served in one lock claim and one
         commit where their locks allow."""
         d = deps()
+        limit = d.settings.max_quantity
         wanted = [
-            (f.flag, merge_lines(f.pairs(), d.settings.max_quantity), f.hold)
+            deduction_request(f.flag, f.pairs(), f.places(), f.hold, f.fill, limit)
             for f in json_data.flags
         ]
-        flags = [flag for flag, _, _ in wanted]
+        flags = [request.flag for request in wanted]
         if len(set(flags)) != len(flags):
             raise ApiError(422, "a flag is sent twice: one flag is one operation")
-        unknown = set(d.store.unknown_goods(sorted({g for _, lines, _ in wanted for g in lines})))
-        known = [w for w in wanted if not unknown & w[1].keys()]
+        # An unknown location is the caller's mistake about the whole call, as a bad body is.
+        check_locations(d.locations, wanted)
+        unknown = set(d.store.unknown_goods(sorted({g for r in wanted for g in r.lines})))
+        known = [r for r in wanted if not unknown & r.lines.keys()]
         decided = iter(d.deduction.reduce_many(known) if known else [])
         results = []
-        for flag, lines, _hold in wanted:
-            missing = sorted(unknown & lines.keys())
+        for request in wanted:
+            missing = sorted(unknown & request.lines.keys())
             if missing:
                 results.append(
-                    {"flag": flag, "outcome": Outcome.UNKNOWN_GOODS, "goodsIds": missing}
+                    {"flag": request.flag, "outcome": Outcome.UNKNOWN_GOODS, "goodsIds": missing}
                 )
                 continue
-            results.append(flag_result(flag, next(decided), d.locks.name))
+            results.append(flag_result(request.flag, next(decided), d.locks.name))
         timing = {"Server-Timing": f"flags;desc={len(flags)}"}
         return jsonify({"results": results}), 200, timing
 
@@ -189,6 +215,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         row = deps().store.level(goodsId)
         if row is None:
             raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
+        places, in_transit = deps().locations.levels(goodsId, row["num"], row["held"])
         return jsonify(
             {
                 "goodsId": goodsId,
@@ -199,6 +226,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 "seededNum": row["seeded_num"],
                 "seedVersion": row["seed_version"],
                 "fence": row["fence"],
+                "locations": places,
+                "inTransit": in_transit,
             }
         )
 

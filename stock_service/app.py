@@ -28,9 +28,12 @@ from stock_service.faults_api import fault_routes
 from stock_service.holds import LockPolicy
 from stock_service.ledger import Ledger
 from stock_service.ledger_api import ledger_routes
+from stock_service.location_book import LocationBook
+from stock_service.locations_api import location_routes
 from stock_service.schemas import input_models
 from stock_service.settle_api import settle_routes
 from stock_service.store import StockStore
+from stock_service.transfers_api import transfer_routes
 
 log = logging.getLogger("stock_service")
 
@@ -64,7 +67,14 @@ def create_app(settings: Settings | None = None) -> Flask:
         store, redis_client, locks, policy, faults, events=settings.stock_events
     )
     app.extensions["stock"] = StockDeps(
-        settings, engine, redis_client, locks, store, deduction, Ledger(engine)
+        settings,
+        engine,
+        redis_client,
+        locks,
+        store,
+        deduction,
+        Ledger(engine),
+        LocationBook(engine),
     )
     models = input_models(settings.max_lines, settings.max_quantity, settings.max_stock_level)
     admin = admin_auth(settings.admin_token)
@@ -72,6 +82,8 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(settle_routes())
     app.register_blueprint(ledger_routes(admin, settings.max_stock_level))
     app.register_blueprint(events_routes())
+    app.register_blueprint(location_routes(admin, settings.max_stock_level))
+    app.register_blueprint(transfer_routes(admin, settings.max_stock_level))
     if settings.stock_service_token:
         app.before_request(service_guard(settings.stock_service_token, SERVICE_ROUTES))
     if not settings.admin_token:

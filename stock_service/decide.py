@@ -49,6 +49,7 @@ from shared.metrics import FENCING_REFUSALS
 from stock_service.core import BatchState, BatchWrites, Decision, Plan, Request, batch_writes
 from stock_service.core.unfenced import renumber
 from stock_service.core.writes import attach_flows
+from stock_service.location_store import write_moves, write_named
 from stock_service.store import BatchRead, StockStore, StockWrite
 
 log = logging.getLogger(__name__)
@@ -80,7 +81,8 @@ def decide_batch(
     # the primary key and not by the read: both are rare, and each unique-constraint retry
     # marks one more request decided.
     for _attempt in range(len(requests) + 3):
-        read = store.read_batch(sorted(tokens), [r.flag for r in requests])
+        moving = [r.transfer.transfer_id for r in requests if r.transfer is not None]
+        read = store.read_batch(sorted(tokens), [r.flag for r in requests], moving)
         writes = batch_writes(requests, _state(read), tokens if fenced else {}, events, max_level)
         faults.fire("stop_after_read")
         faults.fire("pair_after_read")
@@ -168,6 +170,10 @@ def _state(read: BatchRead) -> BatchState:
         thresholds={g: row.low_stock for g, row in rows.items()},
         decided=read.decided,
         held=read.held,
+        named=read.places.named,
+        named_held=read.places.named_held,
+        places=read.places.places,
+        transfers=read.transfers or {},
     )
 
 
@@ -182,7 +188,7 @@ def _apply(
         raise _Overtaken("a flag was returned or released by another writer")
     moved = _write_levels(write, writes.plan, read, tokens)
     if moved:  # the unfenced baseline: its lines take the seqs the database gave
-        rows = (writes.flows, writes.returns, writes.adjustments, writes.outbox)
+        rows = (writes.flows, writes.returns, writes.adjustments, writes.outbox, writes.legs)
         renumber(moved, writes.decisions, *rows)
     write.add_flows(writes.flows)
     deducted = writes.deducted
@@ -194,4 +200,9 @@ def _apply(
     )
     write.add_returns(writes.returns)
     write.add_adjustments(writes.adjustments)
+    write_named(write.conn, writes.plan.locations)
+    the_plan = writes.plan
+    moves = (writes.allocations, writes.legs, the_plan.new_transfers, the_plan.moved_transfers)
+    if not write_moves(write.conn, *moves, write.stamp):
+        raise _Overtaken("a transfer was moved on by another writer")
     write.add_outbox(writes.outbox)

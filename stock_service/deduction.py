@@ -43,6 +43,7 @@ from shared.faults import NO_FAULTS, Faults
 from shared.ids import new_id
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
+from stock_service.core.model import TransferLeg
 from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
 from stock_service.holds import Answer, BatchRunner, Hold, LockPolicy
 from stock_service.store import StockStore
@@ -70,6 +71,7 @@ class DeductionResult:
     outcome: Outcome
     shortfalls: list[Shortfall] = field(default_factory=list)
     flows: list[dict[str, Any]] = field(default_factory=list)  # those a deduction committed
+    allocations: list[tuple[str, str, int]] = field(default_factory=list)  # goods, where, units
     hold: Hold | None = None  # None: answered before the lock, from Redis and the database
     timings: Stopwatch = field(default_factory=Stopwatch)
 
@@ -101,9 +103,11 @@ class StockDeduction:
         """Fault points, here and under the lock (tests install theirs after start-up)."""
         self.runner.faults = faults
 
-    def reduce(self, flag: str, lines: dict[str, int], hold: bool = False) -> DeductionResult:
-        """`hold`: a hold's deduction (genOrder's payWithinSeconds): its units are counted as
-        held until the order service says it was paid, or its stock comes back."""
+    def reduce(self, request: Request) -> DeductionResult:
+        """One deduction: its flag, lines, `hold` (a hold's deduction, genOrder's
+        payWithinSeconds: its units are counted as held until the order service says it was
+        paid, or its stock comes back), named locations and fill."""
+        flag = request.flag
         watch = Stopwatch()
         live = self.flag_live(flag)
         watch.lap("prefilter")
@@ -115,17 +119,15 @@ class StockDeduction:
             return DeductionResult(outcome, timings=watch)
         self.faults.fire("delay_before_deduct")
         submitted = time.perf_counter()
-        decision, held = self._decide(Request(flag, lines, hold=hold))
+        decision, held = self._decide(request)
         watch.laps["queue"] = max(held.started - submitted, 0.0) * 1000
         watch.laps.update(held.stages_ms)
         if decision.outcome is not Outcome.DEDUCTED:
             log.info("flag %s: %s %s", flag, decision.outcome.value, decision.shortfalls or "")
         self.faults.fire("delay_after_commit")
-        return DeductionResult(decision.outcome, decision.shortfalls, decision.flows, held, watch)
+        return _result(decision, held, watch)
 
-    def reduce_many(
-        self, wanted: list[tuple[str, dict[str, int], bool]]
-    ) -> list[DeductionResult | DependencyUnavailable]:
+    def reduce_many(self, wanted: list[Request]) -> list[DeductionResult | DependencyUnavailable]:
         """PUT /reduceStock with many flags (the order service's batch): each flag its own
         lines, its own decision and rows, as if each had come alone, at the cost of one Redis
         read, one database read for the flags not live, and one lock claim for the rest,
@@ -133,7 +135,7 @@ class StockDeduction:
         is split as a combined one is). A flag's failure (its lock not had in time, the lock
         lost) is its own result; Redis down fails the whole call (RedisUnavailable)."""
         watch = Stopwatch()
-        flags = [flag for flag, _, _ in wanted]
+        flags = [request.flag for request in wanted]
         live = self.flags_live(flags)
         watch.lap("prefilter")
         results: list[DeductionResult | DependencyUnavailable | None] = [None] * len(wanted)
@@ -148,7 +150,7 @@ class StockDeduction:
         todo = [i for i, is_live in enumerate(live) if is_live]
         if todo:
             self.faults.fire("delay_before_deduct")
-            requests = [Request(flags[i], wanted[i][1], hold=wanted[i][2]) for i in todo]
+            requests = [wanted[i] for i in todo]
             handle: BatchHandle[Request, Answer] = BatchHandle.group(
                 requests, [time.monotonic() + self.lock_timeout] * len(requests)
             )
@@ -162,10 +164,7 @@ class StockDeduction:
                 elif isinstance(outcome, BaseException):
                     raise outcome
                 else:
-                    decision, hold = outcome
-                    results[i] = DeductionResult(
-                        decision.outcome, decision.shortfalls, decision.flows, hold, watch
-                    )
+                    results[i] = _result(*outcome, watch)
             self.faults.fire("delay_after_commit")
         return [r for r in results if r is not None]
 
@@ -197,8 +196,11 @@ class StockDeduction:
             flag, "voided: cancelled before it was deducted"
         )
         if decided == Decided.DEDUCTED:
+            # Each unit goes back where it came from: its lines and their locations, read
+            # before the hold (a deducted flag's flows and allocations never change).
             lines = {row["goods_id"]: int(row["num"]) for row in self.store.flows(flag)}
-            decision, _hold = self._decide(Request(flag, lines, Kind.RETURN))
+            parts = self.store.allocations(flag)
+            decision, _hold = self._decide(Request(flag, lines, Kind.RETURN, parts=parts))
             outcome = decision.outcome
         else:  # returned before; or refused or voided: nothing was deducted
             outcome = Outcome.RETURNED if decided == Decided.RETURNED else Outcome.VOIDED
@@ -215,6 +217,13 @@ class StockDeduction:
         decision, _hold = self._decide(request)
         if decision.outcome is Outcome.ADJUSTED:
             self.store.known(adjustment.goods_id)
+        return decision
+
+    def transfer(self, leg: TransferLeg) -> Decision:
+        """A transfer's step (POST /transfers, .../receive, .../cancel), under its goods id's
+        lock and fence, combined with the deductions waiting for it: one ledger leg, once."""
+        request = Request(leg.transfer_id, {leg.goods_id: 0}, Kind.TRANSFER, transfer=leg)
+        decision, _hold = self._decide(request)
         return decision
 
     def release_hold(self, flag: str) -> bool:
@@ -257,3 +266,14 @@ class StockDeduction:
             self.redis.delete(*flags)
         except redis.RedisError as exc:
             log.warning("could not delete %d decided flags in redis: %s", len(flags), exc)
+
+
+def _result(decision: Decision, hold: Hold, watch: Stopwatch) -> DeductionResult:
+    return DeductionResult(
+        decision.outcome,
+        decision.shortfalls,
+        decision.flows,
+        decision.allocations,
+        hold,
+        watch,
+    )

@@ -12,6 +12,7 @@ from shared.health import database_ok, redis_ok
 from shared.settings import Settings
 from stock_service.deduction import StockDeduction
 from stock_service.ledger import Ledger
+from stock_service.location_book import LocationBook
 from stock_service.store import StockStore
 
 
@@ -24,6 +25,7 @@ class StockDeps:
     store: StockStore
     deduction: StockDeduction
     ledger: Ledger
+    locations: LocationBook
 
     def health(self) -> dict[str, bool]:
         return {

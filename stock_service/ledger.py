@@ -8,10 +8,18 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Table, bindparam, literal, select, update
+from sqlalchemy import Engine, Table, bindparam, case, literal, select, update
 
 from shared.db import transaction
-from stock_service.tables import stock, stock_adjustment, stock_flow, stock_return
+from stock_service.core.places import DEFAULT
+from stock_service.tables import (
+    stock,
+    stock_adjustment,
+    stock_allocation,
+    stock_flow,
+    stock_return,
+    stock_transfer_leg,
+)
 
 DB = "stock database"
 
@@ -26,6 +34,9 @@ class LedgerEntry:
     flag: str | None = None
     reason: str | None = None
     reference: str | None = None
+    location: str | None = None  # where it moved units (a split deduction: `allocations`)
+    allocations: tuple[tuple[str, int], ...] = ()
+    transfer_id: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -40,6 +51,12 @@ class LedgerEntry:
                 body[key] = value
         if self.reference is not None:
             body["reference"] = self.reference
+        if self.allocations:
+            body["allocations"] = [{"location": loc, "num": n} for loc, n in self.allocations]
+        else:
+            body["location"] = self.location or DEFAULT
+        if self.transfer_id is not None:
+            body["transferId"] = self.transfer_id
         return body
 
 
@@ -47,14 +64,22 @@ def _entries(table: Table, kind: str) -> Any:
     c = table.c
     nothing: Any = literal(None)
     delta: Any
+    where: Any = nothing
+    label: Any = literal(kind)
     if table is stock_adjustment:
         delta, flag, reason, reference = c.delta, nothing, c.reason, c.reference
+        where = c.location
+    elif table is stock_transfer_leg:
+        delta, flag, reason, reference = c.delta, nothing, nothing, c.transfer_id
+        where = c.location_id
+        label = case((c.leg == "out", "transfer_out"), else_="transfer_in")
     else:
         sign = -1 if kind == "deducted" else 1
         delta, flag, reason, reference = c.num * sign, c.flag, nothing, nothing
     return select(
         c.seq,
-        literal(kind).label("kind"),
+        label.label("kind"),
+        where.label("location"),
         delta.label("delta"),
         c.level_after,
         c.created_at,
@@ -68,6 +93,12 @@ SOURCES = (
     (stock_flow, "deducted"),
     (stock_return, "returned"),
     (stock_adjustment, "adjusted"),
+    (stock_transfer_leg, "transfer"),
+)
+# Where a page's deductions and returns took their units from (none: the default location).
+PARTS = select(stock_allocation).where(
+    stock_allocation.c.goods_id == bindparam("g"),
+    stock_allocation.c.flag.in_(bindparam("flags", expanding=True)),
 )
 # Newest first, before a seq (keyset paging), and the newest at or before a point in time.
 PAGES = [
@@ -95,8 +126,13 @@ class Ledger:
         params = {"g": goods_id, "limit": limit, "before": before or 2**62}
         with transaction(self.engine, DB, read_only=True) as conn:
             rows = [r for query in PAGES for r in conn.execute(query, params)]
-        rows.sort(key=lambda r: r.seq, reverse=True)
-        return [_entry(r) for r in rows[:limit]]
+            rows.sort(key=lambda r: r.seq, reverse=True)
+            rows = rows[:limit]
+            flags = sorted({r.flag for r in rows if r.flag is not None})
+            parts: dict[str, list[tuple[str, int]]] = {}
+            for part in conn.execute(PARTS, {"g": goods_id, "flags": flags}) if flags else []:
+                parts.setdefault(part.flag, []).append((part.location_id, int(part.num)))
+        return [_entry(r, parts.get(r.flag, [])) for r in rows]
 
     def level_at(self, goods_id: str, at: datetime) -> tuple[int, LedgerEntry | None]:
         """The level at `at`: the one the newest entry by then left (0 before the first)."""
@@ -113,7 +149,15 @@ class Ledger:
             return bool(conn.execute(SET_THRESHOLD, {"g": goods_id, "t": threshold}).rowcount)
 
 
-def _entry(row: Any) -> LedgerEntry:
+def _entry(row: Any, parts: list[tuple[str, int]] | None = None) -> LedgerEntry:
+    """One entry; `parts`: where a deduction's (or its return's) units were, by location."""
+    transfer = row.kind.startswith("transfer")
+    location = row.location
+    split: tuple[tuple[str, int], ...] = ()
+    if parts and len(parts) == 1:
+        location = parts[0][0]
+    elif parts:
+        split = tuple(sorted(parts))
     return LedgerEntry(
         int(row.seq),
         row.kind,
@@ -122,5 +166,8 @@ def _entry(row: Any) -> LedgerEntry:
         row.created_at,
         row.flag,
         row.reason,
-        row.reference,
+        None if transfer else row.reference,
+        location,
+        split,
+        row.reference if transfer else None,
     )

@@ -25,6 +25,7 @@ from stock_service.ledger_schemas import (
     adjustment_model,
     threshold_model,
 )
+from stock_service.locations_api import known_location
 from stock_service.schemas import GoodsPath, UnknownGoods
 
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
@@ -52,7 +53,7 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             {
                 201: (Adjusted, "Made: the ledger entry and the level after"),
                 403: ADMIN_OFF,
-                404: UNKNOWN,
+                404: (UnknownGoods, "No stock row for this goods id, or no such location"),
                 409: (
                     Stale,
                     "Nothing changed: the level is not the one `expected` (stale), or the "
@@ -76,6 +77,8 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
         if json_data.expected is not None and json_data.num is None:
             raise ApiError(422, "expected goes with num (a compare-and-swap)", field="expected")
         known(goodsId)
+        if json_data.location is not None:
+            known_location(json_data.location)
         adjustment = Adjustment(
             goodsId,
             json_data.reason,
@@ -83,6 +86,7 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             json_data.num,
             json_data.expected,
             json_data.reference,
+            json_data.location,
         )
         decision = deps().deduction.adjust(adjustment)
         if decision.outcome is Outcome.STALE:
@@ -95,20 +99,18 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             message = f"the level {decision.level} cannot go above {max_level}: nothing changed"
             raise ApiError(409, message, num=decision.level)
         [entry] = decision.entries
-        body = {
-            "goodsId": goodsId,
-            "num": entry.level_after,
-            "entry": {
-                "seq": entry.seq,
-                "kind": entry.kind,
-                "delta": entry.delta,
-                "levelAfter": entry.level_after,
-                "reason": adjustment.reason,
-                "reference": adjustment.reference,
-                "time": decision.committed_at.isoformat(),
-            },
+        made: dict[str, Any] = {
+            "seq": entry.seq,
+            "kind": entry.kind,
+            "delta": entry.delta,
+            "levelAfter": entry.level_after,
+            "reason": adjustment.reason,
+            "reference": adjustment.reference,
+            "time": decision.committed_at.isoformat(),
         }
-        return jsonify(body), 201
+        if adjustment.location is not None:
+            made["location"] = adjustment.location
+        return jsonify({"goodsId": goodsId, "num": entry.level_after, "entry": made}), 201
 
     @bp.get("/stock/<goodsId>/history")
     @bp.input(GoodsPath, location="path")

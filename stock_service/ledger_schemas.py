@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Strict, text
+from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict, text
 from stock_service.core.plan import REASONS
 
 REASON_TEXT = ", ".join(REASONS)
@@ -31,6 +31,11 @@ def adjustment_model(max_level: int) -> type[Strict]:
             int, Field(ge=0, le=max_level, description="the level the caller saw"), WHOLE
         ] = None  # type: ignore[assignment]
         reference: Annotated[str, text(200, "a document (the column holds 200 characters)")] = None  # type: ignore[assignment]
+        location: Identifier | None = Field(
+            None,
+            description="the location it changes (404 if there is none such); none: `default`, "
+            "and `expected` is the level there",
+        )
 
         @model_validator(mode="after")
         def _one_form(self) -> Self:
@@ -83,11 +88,18 @@ class HistoryQuery(BaseModel):
 
 class Entry(BaseModel):
     seq: int = Field(description="the goods id's n-th entry")
-    kind: Literal["deducted", "returned", "adjusted"]
+    kind: Literal["deducted", "returned", "adjusted", "transfer_out", "transfer_in"]
     delta: int
     levelAfter: int
     time: str
     flag: str | None = Field(None, description="deducted, returned: the order's flag")
+    location: str | None = Field(
+        None, description="where it moved units (a split deduction: `allocations`)"
+    )
+    allocations: list[dict[str, int | str]] | None = Field(
+        None, description="a line taken from several locations: each location and its units"
+    )
+    transferId: str | None = Field(None, description="transfer_out, transfer_in: the transfer")
     reason: str | None = Field(None, description="adjusted: its reason")
     reference: str | None = None
 
@@ -123,9 +135,22 @@ class StockEvent(BaseModel):
     id: str = Field(description="the outbox row's id: unique, and growing per goods id")
     goodsId: str
     seq: str = Field(description="the ledger entry it tells of")
-    kind: Literal["deducted", "returned", "adjusted", "low_stock", "out_of_stock", "back_in_stock"]
+    kind: Literal[
+        "deducted",
+        "returned",
+        "adjusted",
+        "transfer_out",
+        "transfer_in",
+        "low_stock",
+        "out_of_stock",
+        "back_in_stock",
+    ]
     delta: str
     level: str = Field(description="the level after the entry")
     flag: str = Field(description="deducted, returned: the order's flag; else empty")
-    reason: str = Field(description="adjusted: its reason; else empty")
+    reason: str = Field(description="adjusted: its reason; a transfer's leg: the transfer")
+    location: str = Field(
+        description="where the entry moved units: a location, or a split line's parts "
+        "(`north:3,south:2`); empty for events from before locations"
+    )
     time: str

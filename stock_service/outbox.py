@@ -44,6 +44,7 @@ def event_fields(row: Any) -> dict[str, str]:
         "level": str(row.level),
         "flag": row.flag or "",
         "reason": row.reason or "",
+        "location": row.location or "",
         "time": row.created_at.isoformat(),
     }
 

@@ -27,6 +27,9 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
     class DeductionLine(Strict):
         goodsId: Identifier
         goodsNum: Annotated[int, Field(ge=1, le=max_quantity), WHOLE]
+        location: Identifier | None = Field(
+            None, description="take this line from this location alone (or not at all)"
+        )
 
     class DeductionLines(RootModel[list[DeductionLine]]):
         """The goods to deduct for one flag; repeated goods ids are summed (a sum over
@@ -37,6 +40,9 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
 
         def pairs(self) -> list[tuple[str, int]]:
             return [(line.goodsId, line.goodsNum) for line in self.root]
+
+        def places(self) -> list[tuple[str, str | None]]:
+            return [(line.goodsId, line.location) for line in self.root]
 
     class StockLevelBody(Strict):
         num: Annotated[int, Field(ge=0, le=max_stock_level, description="the new level"), WHOLE]
@@ -53,9 +59,13 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
         flag: Identifier
         lines: Annotated[list[DeductionLine], Field(min_length=1, max_length=max_lines)]
         hold: bool = Field(False, description="a hold's deduction (see ?hold on the single route)")
+        fill: Fill = Field("all", description=FILL_TEXT)
 
         def pairs(self) -> list[tuple[str, int]]:
             return [(line.goodsId, line.goodsNum) for line in self.lines]
+
+        def places(self) -> list[tuple[str, str | None]]:
+            return [(line.goodsId, line.location) for line in self.lines]
 
     class BatchBody(Strict):
         """Many flags, each its own operation: its own lines, decision and answer. A flag may
@@ -70,7 +80,17 @@ class FlagPath(BaseModel):
     flag: Identifier
 
 
+# A plain string checked by the route (422 otherwise), as an adjustment's reason is: a value
+# the API will not act on, not a malformed body.
+Fill = str
+FILL_TEXT = (
+    "all (the default): every line whole, or nothing; partial: what is there, answered per "
+    "line in `shortfalls`, refused only when nothing at all could be filled (else 422)"
+)
+
+
 class HoldQuery(BaseModel):
+    fill: Fill = Field("all", description=FILL_TEXT)
     hold: bool = Field(
         False,
         description="a hold's deduction (genOrder's payWithinSeconds): its units are counted "
@@ -108,6 +128,12 @@ class Flow(BaseModel):
     createTime: str
 
 
+class Allocated(BaseModel):
+    goodsId: str
+    location: str
+    num: int
+
+
 class Deduction(Answer):
     flag: str
     outcome: Outcome = Field(
@@ -119,6 +145,9 @@ class Deduction(Answer):
     flows: list[Flow] | None = Field(
         None, description="deducted: the stock-flow rows committed (as GET /stockFlow returns)"
     )
+    allocations: list[Allocated] | None = Field(
+        None, description="deducted: where each line's units were taken from"
+    )
 
 
 class FlagResult(Answer):
@@ -129,6 +158,7 @@ class FlagResult(Answer):
         "unavailable (error, dependency: what it answers 503; nothing written for this flag)"
     )
     flows: list[Flow] | None = None
+    allocations: list[Allocated] | None = None
     shortfalls: list[Shortfall] | None = None
     goodsIds: list[str] | None = None
     error: str | None = None
@@ -176,10 +206,21 @@ class Returned(Answer):
     returns: list[Return] = Field(description="the return rows, one per deducted line")
 
 
+class LocationLevel(BaseModel):
+    location: str
+    num: int
+    held: int
+
+
 class StockLevel(Answer):
     goodsId: str
-    num: int
+    num: int = Field(description="the level: the sum of its locations' levels")
     held: int = Field(description="units in holds not paid yet (part of what was deducted)")
+    locations: list[LocationLevel] = Field(
+        description="each location's level and held units (the default location, and each "
+        "named one that has held this goods id)"
+    )
+    inTransit: int = Field(description="units on their way between locations (transfers)")
     lowStock: int | None = Field(description="the low-stock threshold, if set")
     seq: int = Field(description="the ledger's last entry (GET /stock/{goodsId}/history)")
     seededNum: int

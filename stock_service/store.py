@@ -11,37 +11,32 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, select
-from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
 from shared.db import transaction
-from shared.db import utcnow as now
+from stock_service.core.transfers import Transfer
+from stock_service.location_store import (
+    UNHOLD_NAMED,
+    Places,
+    allocations,
+    read_places,
+    read_transfers,
+)
 from stock_service.statements import (
-    INSERT_ADJUSTMENTS,
-    INSERT_DECISIONS,
-    INSERT_FLOWS,
-    INSERT_OUTBOX,
-    INSERT_RETURNS,
-    INSERT_STOCK,
     KNOWN_GOODS,
-    MARK_RETURNED,
-    NEW_SEED,
     READ_DECIDED,
-    READ_FENCE,
     READ_FLOWS,
     READ_LEVELS,
     READ_RETURNS,
-    READ_SEQ,
     RELEASE_HOLD,
     UNHOLD,
-    WRITE_FENCED,
-    WRITE_UNFENCED,
 )
+from stock_service.store_write import StockWrite
 from stock_service.tables import stock
 
 __all__ = ["BatchRead", "StockStore", "StockWrite"]
@@ -56,130 +51,8 @@ class BatchRead:
     rows: dict[str, Any]  # goods id -> row (num, seed_version, fence, ledger_seq, low_stock)
     decided: dict[str, str]  # flag -> its decision (shared.contract.Decided)
     held: frozenset[str] = frozenset()  # the deducted flags whose units are still held
-
-
-class StockWrite:
-    """The statements of one write transaction (committed when `StockStore.writing` ends
-    normally, rolled back otherwise)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.stamp = now()
-
-    def set_level_unfenced(self, goods_id: str, level: int, lines: int, held: int = 0) -> int:
-        """The unfenced write (FENCING=false, LOCK_BACKEND=none): the level as planned, last
-        writer wins; the ledger's seq moved on by `lines` in the database, not set from the
-        read, so the baseline's lost update shows in the level and never as two ledger lines
-        with one seq. Returns the row's last seq after it (this transaction holds the row)."""
-        params = {"g": goods_id, "num": level, "lines": lines, "held": held, "at": self.stamp}
-        self.conn.execute(WRITE_UNFENCED, params)
-        return int(self.conn.execute(READ_SEQ, {"g": goods_id}).scalar_one())
-
-    def set_level_fenced(
-        self,
-        goods_id: str,
-        level: int,
-        seen: tuple[int, int],
-        token: int,
-        seq: int,
-        held: int = 0,
-    ) -> int | None:
-        """Compare-and-set on the row as read, `seen`: its fence and its last ledger entry;
-        writes only if both are still those, and moves the fence to `token`. None when
-        written; else the fence the row has now (the same one: moved by this token's own
-        earlier write, or another hold's of it)."""
-        params = {
-            "g": goods_id,
-            "seen": seen[0],
-            "seen_seq": seen[1],
-            "num": level,
-            "token": token,
-            "seq": seq,
-            "held": held,
-            "at": self.stamp,
-        }
-        if self.conn.execute(WRITE_FENCED, params).rowcount == 1:
-            return None
-        current = self.conn.execute(READ_FENCE, {"g": goods_id}).scalar_one_or_none()
-        return int(current) if current is not None else None
-
-    def create_level(
-        self, goods_id: str, level: int, token: int | None, seq: int, seed: tuple[int, int]
-    ) -> None:
-        """A goods id brought into being by a `set` (IntegrityError if another writer did);
-        `seed`: the level the last `set` left and its version."""
-        self.conn.execute(
-            INSERT_STOCK,
-            {
-                "goods_id": goods_id,
-                "num": level,
-                "seeded_num": seed[0],
-                "seed_version": seed[1],
-                "fence": token or 0,
-                "ledger_seq": seq,
-                "held": 0,
-                "updated_at": self.stamp,
-            },
-        )
-
-    def new_seed(self, goods_id: str, level: int, version: int) -> None:
-        """A level set outright: the level that `set` left and its seed version (the plan's:
-        a batch may set a goods id twice, or deduct after the `set`)."""
-        self.conn.execute(NEW_SEED, {"g": goods_id, "seeded": level, "version": version})
-
-    def add_flows(self, flows: list[dict[str, Any]]) -> None:
-        """Flow rows (flag, goods_id, num, seed_version, fence, id, seq, level_after)."""
-        self._insert(INSERT_FLOWS, flows)
-
-    def add_returns(self, returns: list[dict[str, Any]]) -> None:
-        """Return rows (flag, goods_id, num, seed_version, fence, id, seq, level_after)."""
-        self._insert(INSERT_RETURNS, returns)
-
-    def add_adjustments(self, adjustments: list[dict[str, Any]]) -> None:
-        self._insert(INSERT_ADJUSTMENTS, adjustments)
-
-    def add_outbox(self, events: list[dict[str, Any]]) -> None:
-        """The stock events of this commit, one multi-row insert (stock_service/events.py)."""
-        self._insert(INSERT_OUTBOX, events)
-
-    def _insert(self, statement: Any, rows: list[dict[str, Any]]) -> None:
-        if rows:
-            self.conn.execute(statement, [{**r, "created_at": self.stamp} for r in rows])
-
-    def mark_returned(self, flags: list[str], held: frozenset[str] = frozenset()) -> bool:
-        """Deducted flags become returned, each only if its units are still held as they were
-        read (`held`: the flags read as held); False when one of them moved since the read
-        (returned by another writer, or its hold released)."""
-        return all(
-            self.conn.execute(MARK_RETURNED, {"f": f, "h": f in held}).rowcount == 1 for f in flags
-        )
-
-    def add_decisions(
-        self,
-        flags: list[str],
-        outcome: str,
-        reasons: str | list[str] | None = None,
-        held: list[bool] | None = None,
-    ) -> None:
-        """One decision row per flag (a decided flag: IntegrityError); `reasons`, one for all
-        or one per flag; `held`, per flag: a hold's deduction, its units held until paid."""
-        if not flags:
-            return
-        why = reasons if isinstance(reasons, list) else [reasons] * len(flags)
-        holds = held or [False] * len(flags)
-        self.conn.execute(
-            INSERT_DECISIONS,
-            [
-                {
-                    "flag": f,
-                    "outcome": outcome,
-                    "reason": r and r[:200],
-                    "held": h,
-                    "created_at": self.stamp,
-                }
-                for f, r, h in zip(flags, why, holds, strict=True)
-            ],
-        )
+    places: Places = field(default_factory=lambda: Places(()))  # named levels, locations
+    transfers: dict[str, Transfer] | None = None  # the transfers its steps name
 
 
 class StockStore:
@@ -236,15 +109,26 @@ class StockStore:
             found = conn.execute(READ_DECIDED, {"flags": [flag]}).first()
         return str(found.outcome) if found else None
 
-    def read_batch(self, goods_ids: list[str], flags: list[str]) -> BatchRead:
-        """One read-only transaction: the levels of these goods ids and which of these flags are
-        decided. Apart from the write, so a holder paused between the two holds no database
+    def read_batch(
+        self, goods_ids: list[str], flags: list[str], transfers: list[str] | None = None
+    ) -> BatchRead:
+        """One read-only transaction: the levels of these goods ids (in total and at their
+        named locations), the locations, which of these flags are decided, and these
+        transfers. Apart from the write, so a holder paused between the two holds no database
         lock while it is stopped."""
         with transaction(self.engine, DB, read_only=True) as conn:
             rows = {r.goods_id: r for r in conn.execute(READ_LEVELS, {"goods_ids": goods_ids})}
             found = list(conn.execute(READ_DECIDED, {"flags": flags}))
+            places = read_places(conn, goods_ids)
+            moving = read_transfers(conn, transfers or [])
         decided = {r.flag: str(r.outcome) for r in found}
-        return BatchRead(rows, decided, frozenset(r.flag for r in found if r.held))
+        held = frozenset(r.flag for r in found if r.held)
+        return BatchRead(rows, decided, held, places, moving)
+
+    def allocations(self, flag: str) -> dict[str, dict[str, int]]:
+        """Where each goods id of a deducted flag came from (missing: the default location)."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            return allocations(conn, flag)
 
     # --- writes ----------------------------------------------------------------------------
 
@@ -280,6 +164,9 @@ class StockStore:
                 return False
             for flow in conn.execute(READ_FLOWS, {"flag": flag}):
                 conn.execute(UNHOLD, {"g": flow.goods_id, "n": flow.num})
+            for goods_id, parts in allocations(conn, flag).items():
+                for loc, units in parts.items():
+                    conn.execute(UNHOLD_NAMED, {"g": goods_id, "loc": loc, "n": units})
         return True
 
     def known(self, goods_id: str) -> None:

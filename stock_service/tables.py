@@ -127,6 +127,7 @@ stock_adjustment = Table(
     Column("expected", BigInteger, nullable=True),
     Column("fence", BigInteger, nullable=True),
     Column("created_at", Timestamp, nullable=False),
+    Column("location", String(64), nullable=True),  # where; none: the default location
     UniqueConstraint("goods_id", "seq", name="uq_stock_adjustment_goods_seq"),
 )
 
@@ -148,5 +149,78 @@ stock_outbox = Table(
     Column("reason", String(200), nullable=True),
     Column("created_at", Timestamp, nullable=False),
     Column("sent_at", Timestamp, nullable=True),
+    # Where the entry moved units: a location, or a split line's parts ("north:3,south:2").
+    Column("location", String(200), nullable=True),
     Index("ix_stock_outbox_unsent", "sent_at", "id"),
+)
+
+# --- Stock in more than one place (docs/locations.md) ------------------------------------------
+# A location stock is kept in. `default` exists without a row (priority 0, active) until a PUT
+# /locations/default gives it one: a stack that never names a location keeps everything there.
+location = Table(
+    "location",
+    metadata,
+    Column("location_id", String(64), primary_key=True),
+    Column("priority", Integer, nullable=False),  # lower first; ties by location id
+    Column("active", Boolean, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+)
+
+# A goods id's level and held units at a NAMED location. The default location has no row: its
+# level is the goods id's total (stock.num) less its named locations', so a goods id that never
+# names a location writes exactly what it wrote before. Written in the commit of the stock
+# row's fenced write, under the goods id's lock.
+stock_location = Table(
+    "stock_location",
+    metadata,
+    Column("goods_id", String(64), primary_key=True),
+    Column("location_id", String(64), primary_key=True),
+    Column("num", BigInteger, nullable=False),
+    Column("held", BigInteger, nullable=False, server_default="0"),
+)
+
+# Where a deduction's units came from, per location, written with its flow row when the goods
+# id had a named location (none: all from the default location). A return puts each part back
+# where it came from.
+stock_allocation = Table(
+    "stock_allocation",
+    metadata,
+    Column("flag", String(64), primary_key=True),
+    Column("goods_id", String(64), primary_key=True),
+    Column("location_id", String(64), primary_key=True),
+    Column("num", BigInteger, nullable=False),
+)
+
+# A transfer between two locations of one goods id: its units leave `from` (the out leg) and
+# are in transit until received at `to` or cancelled back to `from` (the in leg). Its id is
+# made from the caller's reference, so a repeated POST finds it.
+stock_transfer = Table(
+    "stock_transfer",
+    metadata,
+    Column("transfer_id", String(64), primary_key=True),
+    Column("reference", String(200), nullable=False, unique=True),
+    Column("goods_id", String(64), nullable=False),
+    Column("from_location", String(64), nullable=False),
+    Column("to_location", String(64), nullable=False),
+    Column("units", BigInteger, nullable=False),
+    Column("state", String(16), nullable=False),  # in_transit, received, cancelled
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+)
+
+# A transfer's ledger lines: `out` and `in`, each at most once (the unique key), numbered in
+# the goods id's ledger with the other lines.
+stock_transfer_leg = Table(
+    "stock_transfer_leg",
+    metadata,
+    Column("transfer_id", String(64), primary_key=True),
+    Column("leg", String(8), primary_key=True),  # out, in
+    Column("goods_id", String(64), nullable=False),
+    Column("location_id", String(64), nullable=False),
+    Column("delta", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("level_after", BigInteger, nullable=False),
+    Column("fence", BigInteger, nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    UniqueConstraint("goods_id", "seq", name="uq_stock_transfer_leg_goods_seq"),
 )

@@ -2,7 +2,8 @@
 flow, the returns and the adjustments (each with its seq and the level it left), and the stock
 events of the outbox: one per ledger line, and one per threshold a line crosses.
 
-    deducted / returned / adjusted    every ledger line (delta, the level after)
+    deducted / returned / adjusted    every ledger line (delta, the level after, where)
+    transfer_out / transfer_in        a transfer's legs
     out_of_stock                      the level came to 0 from above
     back_in_stock                     the level left 0
     low_stock                         the level fell below the goods id's threshold (if set)
@@ -14,12 +15,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.ids import new_id
+from stock_service.core.places import DEFAULT, parts_text
 from stock_service.core.plan import Entry, Plan, Request
 
 EVENT_KINDS = (
     "deducted",
     "returned",
     "adjusted",
+    "transfer_out",
+    "transfer_in",
     "low_stock",
     "out_of_stock",
     "back_in_stock",
@@ -30,11 +34,12 @@ def ledger_rows(
     the_plan: Plan,
     requests: Sequence[Request],
     tokens: Mapping[str, int | None],
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
-    """The rows of the plan's lines: flows (deductions), returns, adjustments."""
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The rows of the plan's lines: flows (deductions), returns, adjustments, transfer legs."""
     flows: list[dict[str, Any]] = []
     returns: list[dict[str, Any]] = []
     adjustments: list[dict[str, Any]] = []
+    legs: list[dict[str, Any]] = []
     for entry in the_plan.entries:
         request = requests[entry.index]
         common = {
@@ -55,6 +60,20 @@ def ledger_rows(
                     "reason": adjustment.reason,
                     "reference": adjustment.reference,
                     "expected": adjustment.expected,
+                    "location": adjustment.location,
+                }
+            )
+            continue
+        if request.transfer is not None:
+            [(location, _)] = entry.parts
+            del common["id"]
+            legs.append(
+                {
+                    **common,
+                    "transfer_id": request.transfer.transfer_id,
+                    "leg": "out" if entry.kind == "transfer_out" else "in",
+                    "location_id": location,
+                    "delta": entry.delta,
                 }
             )
             continue
@@ -65,7 +84,22 @@ def ledger_rows(
             "seed_version": entry.seed_version,
         }
         (flows if entry.kind == "deducted" else returns).append(row)
-    return flows, returns, adjustments
+    return flows, returns, adjustments, legs
+
+
+def allocation_rows(entries: Sequence[Entry], requests: Sequence[Request]) -> list[dict[str, Any]]:
+    """Where each deducted line's units came from, when not all from the default location
+    (none written: all from there, which is what a return of it reads)."""
+    rows: list[dict[str, Any]] = []
+    for entry in entries:
+        if entry.kind != "deducted" or all(loc == DEFAULT for loc, _ in entry.parts):
+            continue
+        flag = requests[entry.index].flag
+        rows.extend(
+            {"flag": flag, "goods_id": entry.goods_id, "location_id": loc, "num": -delta}
+            for loc, delta in entry.parts
+        )
+    return rows
 
 
 def outbox_rows(
@@ -84,14 +118,19 @@ def outbox_rows(
         was, now = level.get(entry.goods_id), entry.level_after
         level[entry.goods_id] = now
         adjustment = request.adjust
-        common = {"goods_id": entry.goods_id, "seq": entry.seq, "level": now}
+        common = {
+            "goods_id": entry.goods_id,
+            "seq": entry.seq,
+            "level": now,
+            "location": parts_text(entry.parts),
+        }
         events.append(
             {
                 **common,
                 "kind": entry.kind,
                 "delta": entry.delta,
-                "flag": None if adjustment else request.flag,
-                "reason": adjustment.reason if adjustment else None,
+                "flag": None if adjustment or request.transfer else request.flag,
+                "reason": adjustment.reason if adjustment else _transfer_reason(request),
             }
         )
         for crossed in [] if was is None else crossings(was, now, thresholds.get(entry.goods_id)):
@@ -109,3 +148,9 @@ def crossings(was: int, now: int, threshold: int | None) -> list[str]:
     if was == 0 and now > 0:
         found.append("back_in_stock")
     return found
+
+
+def _transfer_reason(request: Request) -> str | None:
+    """A transfer leg's event names its transfer (its reference)."""
+    move = request.transfer
+    return None if move is None else f"transfer {move.transfer_id} ({move.reference})"[:200]

@@ -16,6 +16,7 @@ class Kind(enum.StrEnum):
     DEDUCT = "deduct"
     RETURN = "return"
     ADJUST = "adjust"
+    TRANSFER = "transfer"
 
 
 # The reasons an adjustment may give (POST /stock/{goodsId}/adjustments): `set` is an absolute
@@ -35,6 +36,23 @@ class Adjustment:
     num: int | None = None
     expected: int | None = None
     reference: str | None = None
+    location: str | None = None  # where (and `expected` is that location's level); none: default
+
+
+@dataclass(frozen=True)
+class TransferLeg:
+    """One step of a transfer of `units` of a goods id from one location to another: `out`
+    (takes them out of `source`, in transit from then), `receive` (puts them in `target`) or
+    `cancel` (puts them back in `source`). The last two are the transfer's in leg: one of them,
+    once."""
+
+    transfer_id: str
+    step: str  # out, receive, cancel
+    goods_id: str
+    source: str
+    target: str
+    units: int
+    reference: str
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,14 @@ class Request:
     kind: Kind = Kind.DEDUCT
     hold: bool = False
     adjust: Adjustment | None = None
+    # A deduction's lines that name their location (goods id -> location): from there alone.
+    locations: Mapping[str, str] = field(default_factory=dict)
+    # A deduction that takes what it can (fill=partial): refused only when nothing could be.
+    partial: bool = False
+    # A return's parts: where each goods id's units came from (goods id -> location -> units),
+    # read with its lines before the hold; a goods id missing here came from the default.
+    parts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    transfer: TransferLeg | None = None
 
 
 @dataclass(frozen=True)
@@ -72,6 +98,8 @@ class Entry:
     level_after: int
     seq: int
     seed_version: int = 1  # the seed of the goods id this line belongs to
+    # Where it moved units: (location, delta) per location, the locations in priority order.
+    parts: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass
@@ -82,5 +110,8 @@ class Decision:
     # /stockFlow/{flag} returns, so the answer can carry them.
     flows: list[dict[str, Any]] = field(default_factory=list)
     level: int | None = None  # an adjustment's: the level after it, or the level that was stale
+    # A deduction's: where its units came from, (goods id, location, units) per part.
+    allocations: list[tuple[str, str, int]] = field(default_factory=list)
+    transfer: str | None = None  # a transfer's state after this step
     entries: list[Entry] = field(default_factory=list)  # its lines of the ledger
     committed_at: Any = None  # the time of the commit that wrote it (set once committed)

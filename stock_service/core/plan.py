@@ -10,9 +10,13 @@ run one at a time in that order:
   changes nothing (shared/contract.py's AS_DEDUCTION): `duplicate` when it was deducted (by an
   earlier attempt, or an earlier request of this batch), `insufficient` when it was refused,
   `voided` when it was voided, `cancelled` when it was deducted and its stock returned;
-- a deduction whose every line fits is `deducted` and lowers the running levels;
+- a deduction whose every line fits is `deducted` and lowers the running levels, each line
+  taken from the locations the allocation rule chooses (allocating.py; a goods id with no
+  named location has its whole level in the default one); with fill=partial, what fits is
+  deducted and the rest answered as shortfalls;
 - a deduction with a line that does not fit is `insufficient`, with the shortfall of each such
-  line against the running level, and changes no level (all or nothing per request); its flag
+  line against the running level, and changes no level (all or nothing per request; partial:
+  when nothing at all fits); its flag
   is decided `refused`, recorded in the same commit as the batch's deductions: the buyer is
   told no, so no attempt of that flag may ever deduct, whatever comes back to the shelf later
   (an attempt that passed the Redis check before the refusal and reaches the lock afterwards
@@ -20,7 +24,9 @@ run one at a time in that order:
 - a return (the stock of a cancelled order coming back) of a deducted flag is `returned` and
   raises the running levels by exactly the flag's flows (its lines); of a flag returned before,
   `returned` again and nothing changes (nothing is returned twice); of a flag with no deduction,
-  `voided` (the caller voids the flag first: a deduction arriving later is refused).
+  `voided` (the caller voids the flag first: a deduction arriving later is refused); each
+  unit goes back to the location it came from;
+- a transfer's step (transfers.py) moves its units out of one location or into another, once.
 
 Levels only go down inside a batch but for returns, so a deduction refused here could not fit
 at the end of the batch either, unless a return came after it.
@@ -42,6 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from shared.contract import AS_DEDUCTION, Decided, Outcome
+from stock_service.core.allocating import deduct
 from stock_service.core.model import (
     REASONS,
     Adjustment,
@@ -51,6 +58,9 @@ from stock_service.core.model import (
     Request,
     Shortfall,
 )
+from stock_service.core.places import DEFAULT, Place
+from stock_service.core.running import RunningLedger
+from stock_service.core.transfers import CREATED, Transfer, step
 
 __all__ = [
     "REASONS",
@@ -79,6 +89,11 @@ class Plan:
     created: set[str] = field(default_factory=set)  # goods ids a `set` brings into being
     # goods ids set outright (a new seed): the level the last `set` left and its version
     seeded: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # the named locations' levels it moves (places.Shelves.rows)
+    locations: list[dict[str, object]] = field(default_factory=list)
+    # transfers: those an out leg creates, and (id, state read, state after) of those moved on
+    new_transfers: list[Transfer] = field(default_factory=list)
+    moved_transfers: list[tuple[str, str, str]] = field(default_factory=list)
 
     @property
     def writes(self) -> bool:
@@ -101,52 +116,6 @@ class Plan:
         ]
 
 
-class _Ledger:
-    """The running levels, sequence numbers, seed versions and held counts of one plan."""
-
-    def __init__(
-        self, levels: Mapping[str, int], seqs: Mapping[str, int], versions: Mapping[str, int]
-    ) -> None:
-        self.levels = dict(levels)
-        self.seqs = dict(seqs)
-        self.versions = dict(versions)
-        self.entries: list[Entry] = []
-        self.changed: set[str] = set()
-        self.held: dict[str, int] = {}
-        self.seeded: dict[str, tuple[int, int]] = {}
-
-    def level(self, goods_id: str) -> int:
-        return self.levels.get(goods_id, 0)
-
-    def version(self, goods_id: str) -> int:
-        return self.versions.get(goods_id, 1)
-
-    def move(self, index: int, goods_id: str, kind: str, delta: int, seeds: bool = False) -> Entry:
-        """One ledger line. `seeds`: a level set outright, which starts a new seed (this line
-        and those after it belong to it); a goods id brought into being starts at version 1."""
-        if seeds:
-            self.versions[goods_id] = self.version(goods_id) + 1 if goods_id in self.levels else 1
-        self.levels[goods_id] = self.level(goods_id) + delta
-        self.seqs[goods_id] = self.seqs.get(goods_id, 0) + 1
-        self.changed.add(goods_id)
-        entry = Entry(
-            index,
-            goods_id,
-            kind,
-            delta,
-            self.levels[goods_id],
-            self.seqs[goods_id],
-            self.version(goods_id),
-        )
-        self.entries.append(entry)
-        if seeds:
-            self.seeded[goods_id] = (entry.level_after, entry.seed_version)
-        return entry
-
-    def hold(self, goods_id: str, units: int) -> None:
-        self.held[goods_id] = self.held.get(goods_id, 0) + units
-
-
 def plan(
     requests: list[Request],
     levels: Mapping[str, int],
@@ -155,14 +124,25 @@ def plan(
     held_flags: frozenset[str] = frozenset(),
     seed_versions: Mapping[str, int] | None = None,
     max_level: int | None = None,
+    *,
+    named: Mapping[str, Mapping[str, int]] | None = None,
+    named_held: Mapping[str, Mapping[str, int]] | None = None,
+    places: Mapping[str, Place] | None = None,
+    transfers: Mapping[str, Transfer] | None = None,
 ) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give; a `set`
     brings it into being); `decided`: the flags the stock database has decided, with their
     decision; `seqs`: each goods id's last ledger entry; `held_flags`: the deducted flags whose
     units are still held (an unpaid hold), released when their stock comes back;
     `seed_versions`: each known goods id's seed version; `max_level`: the highest level an
-    adjustment may leave (MAX_STOCK_LEVEL)."""
-    ledger = _Ledger(levels, seqs or {}, seed_versions or {})
+    adjustment may leave (MAX_STOCK_LEVEL); `named`, `named_held`: each goods id's levels and
+    held units at its named locations (places.py); `places`: the locations that have a row;
+    `transfers`: the transfers the batch's steps name, as read."""
+    ledger = RunningLedger(levels, seqs or {}, seed_versions or {}, named, named_held)
+    places = places or {}
+    running = dict(transfers or {})
+    new_transfers: list[Transfer] = []
+    moved_transfers: list[tuple[str, str, str]] = []
     taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
     returned: set[int] = set()
     refused: set[int] = set()
@@ -180,14 +160,28 @@ def plan(
                 created.add(request.adjust.goods_id)
             decisions.append(decision)
             continue
+        if request.transfer is not None:
+            decision, was = step(index, request.transfer, ledger, running)
+            moved = running.get(request.transfer.transfer_id)
+            if was == CREATED and moved is not None:
+                new_transfers.append(moved)
+            elif was is not None and moved is not None:
+                moved_transfers.append((moved.transfer_id, was, moved.state))
+            decisions.append(decision)
+            continue
         earlier = taken.get(request.flag)
         if request.kind is Kind.RETURN:
             decision = Decision(Outcome.RETURNED if earlier is not None else Outcome.VOIDED)
             if earlier is Decided.DEDUCTED:
                 for goods_id, num in sorted(request.lines.items()):
-                    decision.entries.append(ledger.move(index, goods_id, "returned", num))
+                    came = request.parts.get(goods_id) or {DEFAULT: num}
+                    back = tuple(sorted(came.items()))
+                    decision.entries.append(
+                        ledger.move(index, goods_id, "returned", num, parts=back)
+                    )
                     if request.flag in held_flags:
-                        ledger.hold(goods_id, -num)
+                        for location, units in back:
+                            ledger.hold(goods_id, -units, location)
                 taken[request.flag] = Decided.RETURNED
                 returned.add(index)
             elif earlier is not Decided.RETURNED:
@@ -197,27 +191,12 @@ def plan(
         if earlier is not None:
             decisions.append(Decision(AS_DEDUCTION[earlier]))
             continue
-        short = [
-            Shortfall(
-                goods_id,
-                wanted,
-                ledger.level(goods_id),
-                ledger.version(goods_id) if goods_id in ledger.levels else None,
-            )
-            for goods_id, wanted in sorted(request.lines.items())
-            if ledger.level(goods_id) < wanted
-        ]
-        if short:
+        decision = deduct(index, request, ledger, places)
+        if decision.outcome is Outcome.INSUFFICIENT:
             taken[request.flag] = Decided.REFUSED
             refused.add(index)
-            decisions.append(Decision(Outcome.INSUFFICIENT, short))
-            continue
-        decision = Decision(Outcome.DEDUCTED)
-        for goods_id, wanted in sorted(request.lines.items()):
-            decision.entries.append(ledger.move(index, goods_id, "deducted", -wanted))
-            if request.hold:
-                ledger.hold(goods_id, wanted)
-        taken[request.flag] = Decided.DEDUCTED
+        else:
+            taken[request.flag] = Decided.DEDUCTED
         decisions.append(decision)
     return Plan(
         decisions,
@@ -230,22 +209,30 @@ def plan(
         ledger.held,
         created,
         ledger.seeded,
+        ledger.shelves.rows(),
+        new_transfers,
+        moved_transfers,
     )
 
 
-def _adjust(index: int, adjustment: Adjustment, ledger: _Ledger, max_level: int | None) -> Decision:
+def _adjust(
+    index: int, adjustment: Adjustment, ledger: RunningLedger, max_level: int | None
+) -> Decision:
     """An adjustment against the running level: stale if the level is not the one expected,
     refused if it would take the level below zero or above `max_level` (two restocks that
     each fit would otherwise leave a level no later `set` or compare-and-swap could name),
     else one ledger line (a delta of 0 too)."""
-    level = ledger.level(adjustment.goods_id)
+    total = ledger.level(adjustment.goods_id)
+    where = adjustment.location or DEFAULT
+    level = ledger.shelves.level(adjustment.goods_id, where)
     if adjustment.expected is not None and adjustment.expected != level:
         return Decision(Outcome.STALE, level=level)
     delta = adjustment.delta if adjustment.delta is not None else (adjustment.num or 0) - level
     if level + delta < 0:
         return Decision(Outcome.BELOW_ZERO, level=level)
-    if max_level is not None and level + delta > max_level:
-        return Decision(Outcome.ABOVE_MAX, level=level)
+    if max_level is not None and total + delta > max_level:
+        return Decision(Outcome.ABOVE_MAX, level=total)
     seeds = adjustment.reason == "set"
-    entry = ledger.move(index, adjustment.goods_id, "adjusted", delta, seeds)
+    parts = ((where, delta),)
+    entry = ledger.move(index, adjustment.goods_id, "adjusted", delta, seeds, parts)
     return Decision(Outcome.ADJUSTED, level=entry.level_after, entries=[entry])

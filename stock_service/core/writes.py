@@ -14,9 +14,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stock_service.core.ledger_lines import ledger_rows, outbox_rows
+from stock_service.core.ledger_lines import allocation_rows, ledger_rows, outbox_rows
 from stock_service.core.model import Decision, Request
+from stock_service.core.places import Place
 from stock_service.core.plan import Outcome, Plan, plan
+from stock_service.core.transfers import Transfer
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,12 @@ class BatchState:
     thresholds: Mapping[str, int | None] = field(default_factory=dict)
     decided: Mapping[str, str] = field(default_factory=dict)
     held: frozenset[str] = frozenset()
+    # per goods id, its named locations' levels and held units; the locations with a row;
+    # the transfers the batch's steps name
+    named: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    named_held: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    places: Mapping[str, Place] = field(default_factory=dict)
+    transfers: Mapping[str, Transfer] = field(default_factory=dict)
 
 
 @dataclass
@@ -39,6 +47,8 @@ class BatchWrites:
     returns: list[dict[str, Any]]
     adjustments: list[dict[str, Any]]
     outbox: list[dict[str, Any]]
+    allocations: list[dict[str, Any]]  # where each deducted line's units came from
+    legs: list[dict[str, Any]]  # transfers' ledger lines
     deducted: list[Request]  # their decisions: deducted (held when a hold's)
     refused: list[tuple[str, str]]  # (flag, why): their decisions: refused
     returning: list[str]  # deducted flags whose stock comes back now
@@ -60,9 +70,19 @@ def batch_writes(
     highest level an adjustment may leave."""
     batch = list(requests)
     the_plan = plan(
-        batch, state.levels, state.decided, state.seqs, state.held, state.seeds, max_level
+        batch,
+        state.levels,
+        state.decided,
+        state.seqs,
+        state.held,
+        state.seeds,
+        max_level,
+        named=state.named,
+        named_held=state.named_held,
+        places=state.places,
+        transfers=state.transfers,
     )
-    flows, returns, adjustments = ledger_rows(the_plan, batch, tokens)
+    flows, returns, adjustments, legs = ledger_rows(the_plan, batch, tokens)
     outbox = outbox_rows(the_plan.entries, batch, state.levels, state.thresholds) if events else []
     return BatchWrites(
         the_plan,
@@ -70,6 +90,8 @@ def batch_writes(
         returns,
         adjustments,
         outbox,
+        allocation_rows(the_plan.entries, batch),
+        legs,
         the_plan.deducted(batch),
         [(r.flag, refusal(d)) for r, d in the_plan.refusing(batch)],
         [r.flag for r in the_plan.returning(batch)],

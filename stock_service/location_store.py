@@ -1,0 +1,183 @@
+"""The stock database's rows of locations (docs/locations.md): read with a batch's levels under
+its hold, and written in its commit (stock_service/decide.py), plus the admin's location rows.
+
+Every statement is built once, as in store.py. The named levels are written as planned, in the
+commit whose fenced write of the goods id's row (decide.py) orders them: a holder that loses
+that compare-and-set rolls them back with it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from sqlalchemy import (
+    BigInteger,
+    String,
+    bindparam,
+    case,
+    cast,
+    insert,
+    literal,
+    select,
+    union_all,
+    update,
+)
+from sqlalchemy.engine import Connection
+
+from stock_service.core.places import Place
+from stock_service.core.transfers import Transfer
+from stock_service.tables import (
+    location,
+    stock_allocation,
+    stock_location,
+    stock_transfer,
+    stock_transfer_leg,
+)
+
+# The named levels of a batch's goods ids and every location row, in one round trip (a goods
+# id is never empty, so the locations' rows come back with an empty one).
+READ_PLACES = union_all(
+    select(
+        stock_location.c.goods_id,
+        stock_location.c.location_id,
+        stock_location.c.num,
+        stock_location.c.held,
+    ).where(stock_location.c.goods_id.in_(bindparam("goods_ids", expanding=True))),
+    select(
+        literal("", String).label("goods_id"),
+        location.c.location_id,
+        cast(location.c.priority, BigInteger).label("num"),
+        cast(case((location.c.active, 1), else_=0), BigInteger).label("held"),
+    ),
+)
+READ_TRANSFERS = select(stock_transfer).where(
+    stock_transfer.c.transfer_id.in_(bindparam("ids", expanding=True))
+)
+INSERT_NAMED = insert(stock_location)
+WRITE_NAMED = (
+    update(stock_location)
+    .where(
+        stock_location.c.goods_id == bindparam("g"),
+        stock_location.c.location_id == bindparam("loc"),
+    )
+    .values(num=bindparam("num"), held=stock_location.c.held + bindparam("held"))
+)
+# A hold paid: its units at each named location it came from are no longer held.
+UNHOLD_NAMED = (
+    update(stock_location)
+    .where(
+        stock_location.c.goods_id == bindparam("g"),
+        stock_location.c.location_id == bindparam("loc"),
+    )
+    .values(held=stock_location.c.held - bindparam("n"))
+)
+READ_ALLOCATIONS = select(stock_allocation).where(stock_allocation.c.flag == bindparam("flag"))
+INSERT_ALLOCATIONS = insert(stock_allocation)
+INSERT_TRANSFER = insert(stock_transfer)
+INSERT_LEGS = insert(stock_transfer_leg)
+# A transfer moved on from the state its step read: a compare-and-set, so one step wins.
+MOVE_TRANSFER = (
+    update(stock_transfer)
+    .where(
+        stock_transfer.c.transfer_id == bindparam("t"),
+        stock_transfer.c.state == bindparam("was"),
+    )
+    .values(state=bindparam("now"), updated_at=bindparam("at"))
+)
+
+
+class Places:
+    """What a hold reads of locations: the named levels and held units of its goods ids, and
+    the locations that have a row."""
+
+    def __init__(self, rows: Iterable[Any]) -> None:
+        self.named: dict[str, dict[str, int]] = {}
+        self.named_held: dict[str, dict[str, int]] = {}
+        self.places: dict[str, Place] = {}
+        for row in rows:
+            if row.goods_id == "":
+                self.places[row.location_id] = Place(row.location_id, int(row.num), bool(row.held))
+                continue
+            self.named.setdefault(row.goods_id, {})[row.location_id] = int(row.num)
+            self.named_held.setdefault(row.goods_id, {})[row.location_id] = int(row.held)
+
+
+def read_places(conn: Connection, goods_ids: Sequence[str]) -> Places:
+    return Places(conn.execute(READ_PLACES, {"goods_ids": list(goods_ids)}))
+
+
+def read_transfers(conn: Connection, ids: Sequence[str]) -> dict[str, Transfer]:
+    if not ids:
+        return {}
+    return {r.transfer_id: as_transfer(r) for r in conn.execute(READ_TRANSFERS, {"ids": list(ids)})}
+
+
+def as_transfer(row: Any) -> Transfer:
+    return Transfer(
+        row.transfer_id,
+        row.goods_id,
+        row.from_location,
+        row.to_location,
+        int(row.units),
+        row.state,
+        row.reference,
+    )
+
+
+def allocations(conn: Connection, flag: str) -> dict[str, dict[str, int]]:
+    """Where each of a flag's deducted goods ids came from (none: all from the default)."""
+    found: dict[str, dict[str, int]] = {}
+    for row in conn.execute(READ_ALLOCATIONS, {"flag": flag}):
+        found.setdefault(row.goods_id, {})[row.location_id] = int(row.num)
+    return found
+
+
+def write_named(conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+    """The named levels a plan moved: updated, or inserted where no row was read (a second
+    writer of a new row fails on the key, and the batch reads again)."""
+    for row in rows:
+        if row["new"]:
+            values = {k: row[k] for k in ("goods_id", "location_id", "num", "held")}
+            conn.execute(INSERT_NAMED, values)
+            continue
+        params = {"g": row["goods_id"], "loc": row["location_id"], "num": row["num"]}
+        conn.execute(WRITE_NAMED, {**params, "held": row["held"]})
+
+
+def write_moves(
+    conn: Connection,
+    allocations_: Sequence[dict[str, Any]],
+    legs: Sequence[dict[str, Any]],
+    new: Sequence[Transfer],
+    moved: Sequence[tuple[str, str, str]],
+    stamp: object,
+) -> bool:
+    """A batch's allocations, transfers and legs; False when a transfer was moved on by
+    another writer since it was read (nothing of it is written then: the caller rolls back)."""
+    for transfer_id, was, now in moved:
+        params = {"t": transfer_id, "was": was, "now": now, "at": stamp}
+        if conn.execute(MOVE_TRANSFER, params).rowcount != 1:
+            return False
+    if allocations_:
+        conn.execute(INSERT_ALLOCATIONS, list(allocations_))
+    if new:
+        conn.execute(
+            INSERT_TRANSFER,
+            [
+                {
+                    "transfer_id": t.transfer_id,
+                    "reference": t.reference,
+                    "goods_id": t.goods_id,
+                    "from_location": t.source,
+                    "to_location": t.target,
+                    "units": t.units,
+                    "state": t.state,
+                    "created_at": stamp,
+                    "updated_at": stamp,
+                }
+                for t in new
+            ],
+        )
+    if legs:
+        conn.execute(INSERT_LEGS, [{**leg, "created_at": stamp} for leg in legs])
+    return True
