@@ -15,13 +15,13 @@ ACTIONS: dict[str, str] = {
         "stock_service.store.StockStore.read_batch"
     ),
     "plan: decide each request against the running level": "stock_service.core.plan.plan",
-    "fence compare-and-set on the stock row": "stock_service.store.StockWrite.set_level_fenced",
+    "fence compare-and-set on the stock row": "stock_service.store_write.StockWrite.set_level_fenced",
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.decide._write_levels"
     ),
     "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
-    "insert the flow rows (unique flag, goods id)": "stock_service.store.StockWrite.add_flows",
-    "insert the decision rows (primary key flag)": "stock_service.store.StockWrite.add_decisions",
+    "insert the flow rows (unique flag, goods id)": "stock_service.store_write.StockWrite.add_flows",
+    "insert the decision rows (primary key flag)": "stock_service.store_write.StockWrite.add_decisions",
     "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
     "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
     "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
@@ -36,7 +36,7 @@ ACTIONS: dict[str, str] = {
     "a decision becomes a status": "order_service.settlement.decided_status",
     "pay a hold": "order_service.transitions.pay",
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
-        "stock_service.store.StockWrite.add_decisions"
+        "stock_service.store_write.StockWrite.add_decisions"
     ),
     "plan a return: of a deducted flag, the level up by its quantity": (
         "stock_service.core.plan.plan"
@@ -51,10 +51,10 @@ ACTIONS: dict[str, str] = {
         "stock_service.deduction.StockDeduction.cancel"
     ),
     "the decision's compare-and-set deducted -> returned": (
-        "stock_service.store.StockWrite.mark_returned"
+        "stock_service.store_write.StockWrite.mark_returned"
     ),
     "fenced write: the row's fence and its ledger seq as read": (
-        "stock_service.store.StockWrite.set_level_fenced"
+        "stock_service.store_write.StockWrite.set_level_fenced"
     ),
     "an adjustment: to the lock, batched with the orders' requests": (
         "stock_service.deduction.StockDeduction.adjust"
@@ -62,7 +62,7 @@ ACTIONS: dict[str, str] = {
     "plan an adjustment: a count stale unless the level is the one expected": (
         "stock_service.core.plan._adjust"
     ),
-    "write the adjustment's ledger row": "stock_service.store.StockWrite.add_adjustments",
+    "write the adjustment's ledger row": "stock_service.store_write.StockWrite.add_adjustments",
     "reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": (
         "coordination.election.ZooKeeperElector.is_leader"
@@ -121,7 +121,7 @@ LOCATION_ACTIONS: dict[str, str] = {
         "stock_service.core.allocation._split"
     ),
     "fenced write on X's row: its fence and its ledger seq as read": (
-        "stock_service.store.StockWrite.set_level_fenced"
+        "stock_service.store_write.StockWrite.set_level_fenced"
     ),
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.decide._write_levels"
@@ -129,4 +129,19 @@ LOCATION_ACTIONS: dict[str, str] = {
     "read again and decide again after overtaken or a key met": (
         "stock_service.decide.decide_batch"
     ),
+    "an order's lines allocated in the plan, all or nothing or partial": (
+        "stock_service.core.allocating.deduct"
+    ),
+    "the locations' levels read under the lock": "stock_service.location_store.read_places",
+    "the locations' levels written in the fenced commit": (
+        "stock_service.location_store.write_named"
+    ),
+    "a transfer's step under the lock (taken before: as it is; cannot be taken: 409)": (
+        "stock_service.core.transfers.step"
+    ),
+    "the transfer's state read under the lock": "stock_service.location_store.read_transfers",
+    "the state compare-and-set, the unique leg and the unique reference in the commit": (
+        "stock_service.location_store.write_moves"
+    ),
+    "the transfer routes": "stock_service.transfers_api.transfer_routes",
 }

@@ -34,19 +34,19 @@ def test_each_action_names_a_function_that_exists(action: str, path: str) -> Non
 
 def test_resolve_fails_on_a_missing_function() -> None:
     with pytest.raises(AttributeError):
-        resolve("stock_service.store.StockWrite.no_such_method")
+        resolve("stock_service.store_write.StockWrite.no_such_method")
 
 
 def test_the_map_covers_the_guards_the_model_removes() -> None:
     paths = set(ACTIONS.values())
     for guard in (
         # NO_FENCE, FENCE_LE_ONLY, FENCE_WITHOUT_SEQ
-        "stock_service.store.StockWrite.set_level_fenced",
-        "stock_service.store.StockWrite.add_flows",  # NO_UNIQUE_ROW
+        "stock_service.store_write.StockWrite.set_level_fenced",
+        "stock_service.store_write.StockWrite.add_flows",  # NO_UNIQUE_ROW
         "stock_service.deduction.StockDeduction.flag_live",  # FLAG_ONLY
         "order_service.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
-        "stock_service.store.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
-        "stock_service.store.StockWrite.mark_returned",  # the return's compare-and-set
+        "stock_service.store_write.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
+        "stock_service.store_write.StockWrite.mark_returned",  # the return's compare-and-set
         "stock_service.deduction.StockDeduction.cancel",  # the stock side of a return
         "order_service.cancellation.Cancellation.cancel",  # the order side of a cancel
         "stock_service.deduction.StockDeduction.adjust",  # ADJUST_UNFENCED: to the lock
