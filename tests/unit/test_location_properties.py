@@ -98,12 +98,12 @@ def apply(w: World, r: Request) -> Answer:
         return Outcome.INSUFFICIENT, (), ()
     w.decided[r.flag] = Decided.DEDUCTED
     took: dict[str, dict[str, int]] = defaultdict(dict)
-    for a in chosen.allocations:
-        w.at[(a.goods_id, a.location_id)] -= a.units
-        took[a.goods_id][a.location_id] = a.units
+    for part in chosen.allocations:
+        w.at[(part.goods_id, part.location_id)] -= part.units
+        took[part.goods_id][part.location_id] = part.units
     w.took[r.flag] = dict(took)
-    parts = tuple(sorted((a.goods_id, a.location_id, a.units) for a in chosen.allocations))
-    return Outcome.DEDUCTED, parts, short
+    got = tuple(sorted((x.goods_id, x.location_id, x.units) for x in chosen.allocations))
+    return Outcome.DEDUCTED, got, short
 
 
 def _transfer(w: World, leg: TransferLeg) -> Outcome:
@@ -275,9 +275,7 @@ def test_each_location_replays_from_its_entries(w: World, batch: list[Request]) 
     # units in transit: every out leg not yet met by an in leg
     moving = sum(t.units for t in w.transfers.values() if t.state == "in_transit")
     for entry in p.entries:
-        if entry.kind == "transfer_out":
-            moving -= entry.delta
-        elif entry.kind == "transfer_in":
+        if entry.kind == "transfer_out" or entry.kind == "transfer_in":
             moving -= entry.delta
     total_before = sum(w.total(g) for g in GOODS)
     total_after = sum(p.levels.get(g, w.total(g)) for g in GOODS)
