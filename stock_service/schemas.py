@@ -177,6 +177,9 @@ class FlagState(Answer):
     flag: str
     decision: Decided | None = Field(description="none yet: null")
     flows: list[Flow] = Field(description="the flows, when it was deducted (or returned)")
+    allocations: list[Allocated] | None = Field(
+        None, description="with the flows: where each line's units were taken from"
+    )
 
 
 class Voided(Answer):

@@ -14,7 +14,8 @@ from shared.contract import Decided
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import Unavailable
-from stock_service.answers import flow_json
+from stock_service.answers import allocations_json, flow_json
+from stock_service.core.places import DEFAULT
 from stock_service.deduction import Outcome
 from stock_service.deps import StockDeps
 from stock_service.schemas import FlagPath, FlagState, HoldReleased, Returned, Voided
@@ -90,8 +91,21 @@ def settle_routes() -> APIBlueprint:
         d = deps()
         decided = d.store.decision(flag)
         shown = decided in (Decided.DEDUCTED, Decided.RETURNED)
-        flows = [flow_json(row) for row in d.store.flows(flag)] if shown else []
-        return jsonify({"flag": flag, "decision": decided, "flows": flows})
+        rows = d.store.flows(flag) if shown else []
+        flows = [flow_json(row) for row in rows]
+        body = {"flag": flag, "decision": decided, "flows": flows}
+        if rows:  # where its units were taken from (no allocation rows: all from default)
+            parts = d.store.allocations(flag)
+            body["allocations"] = allocations_json(
+                [
+                    (row["goods_id"], loc, n)
+                    for row in rows
+                    for loc, n in sorted(
+                        parts.get(row["goods_id"], {DEFAULT: int(row["num"])}).items()
+                    )
+                ]
+            )
+        return jsonify(body)
 
     @bp.put("/holds/<flag>/release")
     @bp.input(FlagPath, location="path")

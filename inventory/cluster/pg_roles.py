@@ -13,6 +13,10 @@ from inventory.cluster.secrets import Secrets
 RECONCILER_GRANTS = (
     "GRANT SELECT, UPDATE ON orders, reconciler_fence TO reconciler",
     "GRANT SELECT ON order_details TO reconciler",
+    # a partial or located order it confirms: each line's units filled and where they came
+    # from, written with the move (order_service/fill_store.py)
+    "GRANT UPDATE (filled) ON order_details TO reconciler",
+    "GRANT INSERT ON order_allocation TO reconciler",
     # a paid hold whose release the stock service has not acknowledged: found and, once
     # released, its note removed (order_service/reconcile.py)
     "GRANT SELECT, DELETE ON hold_release TO reconciler",

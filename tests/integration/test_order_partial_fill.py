@@ -414,9 +414,6 @@ def test_a_located_order_whose_answer_was_lost_is_confirmed_from_its_location(
         assert at(s, a) == {"default": 5, north: 0}
 
 
-@pytest.mark.xfail(
-    reason="the stock service's GET /flags/{flag} does not answer allocations yet", strict=True
-)
 def test_a_located_order_whose_answer_was_lost_keeps_its_allocations(settings: Settings) -> None:
     """The stock database's decision (GET /flags) says where the units came from: the order
     keeps it, as it keeps a deduction's answer's allocations."""
