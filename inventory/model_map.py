@@ -132,7 +132,7 @@ LOCATION_ACTIONS: dict[str, str] = {
     "an order's lines allocated in the plan, all or nothing or partial": (
         "stock_service.core.allocating.deduct"
     ),
-    "the locations' levels read under the lock": "stock_service.location_store.read_places",
+    "the locations' levels read under the lock": "stock_service.location_store.read_levels",
     "the locations' levels written in the fenced commit": (
         "stock_service.location_store.write_named"
     ),

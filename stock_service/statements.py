@@ -16,14 +16,6 @@ from stock_service.tables import (
     stock_return,
 )
 
-READ_LEVELS = select(
-    stock.c.goods_id,
-    stock.c.num,
-    stock.c.seed_version,
-    stock.c.fence,
-    stock.c.ledger_seq,
-    stock.c.low_stock,
-).where(stock.c.goods_id.in_(bindparam("goods_ids", expanding=True)))
 READ_DECIDED = select(flag_decision.c.flag, flag_decision.c.outcome, flag_decision.c.held).where(
     flag_decision.c.flag.in_(bindparam("flags", expanding=True))
 )

@@ -24,14 +24,13 @@ from stock_service.location_store import (
     UNHOLD_NAMED,
     Places,
     allocations,
-    read_places,
+    read_levels,
     read_transfers,
 )
 from stock_service.statements import (
     KNOWN_GOODS,
     READ_DECIDED,
     READ_FLOWS,
-    READ_LEVELS,
     READ_RETURNS,
     RELEASE_HOLD,
     UNHOLD,
@@ -51,7 +50,7 @@ class BatchRead:
     rows: dict[str, Any]  # goods id -> row (num, seed_version, fence, ledger_seq, low_stock)
     decided: dict[str, str]  # flag -> its decision (shared.contract.Decided)
     held: frozenset[str] = frozenset()  # the deducted flags whose units are still held
-    places: Places = field(default_factory=lambda: Places(()))  # named levels, locations
+    places: Places = field(default_factory=Places)  # named levels, locations
     transfers: dict[str, Transfer] | None = None  # the transfers its steps name
 
 
@@ -117,9 +116,8 @@ class StockStore:
         transfers. Apart from the write, so a holder paused between the two holds no database
         lock while it is stopped."""
         with transaction(self.engine, DB, read_only=True) as conn:
-            rows = {r.goods_id: r for r in conn.execute(READ_LEVELS, {"goods_ids": goods_ids})}
+            rows, places = read_levels(conn, goods_ids)
             found = list(conn.execute(READ_DECIDED, {"flags": flags}))
-            places = read_places(conn, goods_ids)
             moving = read_transfers(conn, transfers or [])
         decided = {r.flag: str(r.outcome) for r in found}
         held = frozenset(r.flag for r in found if r.held)
