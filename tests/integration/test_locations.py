@@ -301,3 +301,23 @@ def test_the_stock_events_and_the_history_carry_the_location(
         query = sa.select(stock_outbox.c.kind, stock_outbox.c.location)
         rows = {tuple(r) for r in conn.execute(query.where(stock_outbox.c.goods_id == goods))}
     assert rows >= {("deducted", near), ("adjusted", near)}
+
+
+def test_held_units_are_counted_where_they_were_taken_and_released_there(
+    services: Services, places: dict[str, str]
+) -> None:
+    s, near, mid = services, places["near"], places["mid"]
+    goods = unique()
+    stock_at(s, goods, {near: 1, mid: 2})
+    flag = unique("f")
+    with redis_lib.Redis.from_url(s.settings.redis_url) as client:
+        client.set(flag, "1")
+    held = s.stock.put(f"/reduceStock/{flag}?hold=true", json=[{"goodsId": goods, "goodsNum": 3}])
+    assert allocated(held) == {(goods, near, 1), (goods, mid, 2)}
+    view = s.stock.get(f"/stock/{goods}").json
+    assert view["held"] == 3
+    assert {p["location"]: p["held"] for p in view["locations"]} == {"default": 0, near: 1, mid: 2}
+    assert s.stock.put(f"/holds/{flag}/release").json["released"] is True
+    view = s.stock.get(f"/stock/{goods}").json
+    assert view["held"] == 0 and all(p["held"] == 0 for p in view["locations"])
+    ledger_ok(s, goods)
