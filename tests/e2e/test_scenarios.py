@@ -124,3 +124,41 @@ def test_a_cancel_returns_stock_once_and_the_three_tcc_hazards_are_met() -> None
     race = result.facts["race"]
     assert race["both"] == 0 and race["paid"] + race["expired"] == 5
     assert result.violations == []
+
+
+def test_locations_allocate_whole_split_only_when_none_can_fill_and_transfer_once() -> None:
+    result = scenarios.locations()
+    assert result.ok, result
+    whole, split = result.facts["whole"], result.facts["split"]
+    # One location could fill the whole order: it came whole from the best of those.
+    assert whole["one_for_all"] == ["south"] and whole["locations"] == ["south"]
+    assert whole["split"] == [] and all(whole["fits"].values())
+    # No location could fill the line: then, and only then, it was split, by priority.
+    [phone] = split["lines"]
+    assert split["fits"] == {phone: []} and split["split"] == [phone]
+    assert split["allocations"] == {phone: {"north": 2, "south": 1}}
+    # A partial fill: confirmed with what there was; its flag again after a restock deducts
+    # nothing (the unfilled part stays a refusal), and the order still says what it filled.
+    partial = result.facts["partial"]
+    assert partial["status"] == "CONFIRMED"
+    assert partial["filled"][phone] == 1 < partial["lines"][phone]
+    assert partial["retry"] == "duplicate" and not partial["retry_moved"]
+    assert partial["still_filled"] == partial["filled"]
+    # A transfer: out of north into transit, the POST repeated moved nothing, received once
+    # for two receives, then a cancel refused.
+    moved = result.facts["transfer"]
+    assert (moved["sent"], moved["repeat"], moved["same_transfer"]) == (201, 200, True)
+    assert moved["in_transit"] == 3 and moved["transit_after"] == 0
+    assert (
+        moved["after_receive"]
+        == moved["after_receive_again"]
+        == {
+            "default": 0,
+            "north": 2,
+            "south": 3,
+        }
+    )
+    assert moved["legs"] == {"transfer_out": 1, "transfer_in": 1}
+    assert moved["cancel_after"] == 409
+    assert {c.invariant for c in result.checks} >= {"I1", "I3", "I9", "L1", "L2", "L3", "L4"}
+    assert result.violations == []

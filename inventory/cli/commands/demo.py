@@ -33,6 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default="order",
         choices=["order", "herd", *scenarios.NAMES],
         help="order: one order end to end (default); herd: the article's herd effect; "
+        "locations: stock in several places, allocated, partly filled, transferred; "
         "the others cause a fault for real (docs/scenarios.md tells each)",
     )
     parser.add_argument(
