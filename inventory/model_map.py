@@ -15,13 +15,19 @@ ACTIONS: dict[str, str] = {
         "stock_service.store.StockStore.read_batch"
     ),
     "plan: decide each request against the running level": "stock_service.core.plan.plan",
-    "fence compare-and-set on the stock row": "stock_service.store_write.StockWrite.set_level_fenced",
+    "fence compare-and-set on the stock row": (
+        "stock_service.store_write.StockWrite.set_level_fenced"
+    ),
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.decide._write_levels"
     ),
     "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
-    "insert the flow rows (unique flag, goods id)": "stock_service.store_write.StockWrite.add_flows",
-    "insert the decision rows (primary key flag)": "stock_service.store_write.StockWrite.add_decisions",
+    "insert the flow rows (unique flag, goods id)": (
+        "stock_service.store_write.StockWrite.add_flows"
+    ),
+    "insert the decision rows (primary key flag)": (
+        "stock_service.store_write.StockWrite.add_decisions"
+    ),
     "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
     "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
     "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",

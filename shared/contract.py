@@ -22,6 +22,9 @@ import enum
 
 class Outcome(enum.StrEnum):
     DEDUCTED = "deducted"  # deducted now
+    # deducted now what was on hand, the rest owed (fill=backorder, within the goods id's
+    # backorder limit): the flag is decided deducted, and its line waits for units in order
+    BACKORDERED = "backordered"
     DUPLICATE = "duplicate"  # deducted before, by another attempt of the same flag
     INSUFFICIENT = "insufficient"  # refused for lack of stock (now, or before): never deducted
     VOIDED = "voided"  # the flag was voided: nothing will ever be deducted for it

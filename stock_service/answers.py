@@ -52,7 +52,13 @@ def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
     body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
     if result.shortfalls:  # a refusal's, or what a partial fill did not fill
         body["shortfalls"] = shortfalls_json(result)
-    if result.outcome is Outcome.DEDUCTED:
+    if result.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED):
         body["flows"] = [flow_json(row) for row in result.flows]
         body["allocations"] = allocations_json(result.allocations)
+    if result.backordered:
+        body["backordered"] = owed_json(result.backordered)
     return body
+
+
+def owed_json(owed: dict[str, int]) -> list[dict[str, Any]]:
+    return [{"goodsId": g, "num": n} for g, n in sorted(owed.items())]

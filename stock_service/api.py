@@ -15,7 +15,13 @@ from shared.http_errors import ApiError
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
-from stock_service.answers import allocations_json, flag_result, flow_json, shortfalls_json
+from stock_service.answers import (
+    allocations_json,
+    flag_result,
+    flow_json,
+    owed_json,
+    shortfalls_json,
+)
 from stock_service.core.plan import Adjustment
 from stock_service.deduction import Outcome, StockDeduction
 from stock_service.deps import StockDeps
@@ -64,7 +70,9 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             {
                 200: (
                     Deduction,
-                    "deducted now, or duplicate: the stock database says this flag was "
+                    "deducted now; backordered (fill=backorder): what was on hand deducted, "
+                    "the rest owed in line (`backordered`); or duplicate: the stock database "
+                    "says this flag was "
                     "deducted before (by another attempt)",
                 ),
                 404: (
@@ -122,11 +130,13 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             body["shortfalls"] = shortfalls_json(result)
         if result.outcome in NOT_DEDUCTED:
             return jsonify(body), 409, timing
-        if result.outcome is Outcome.DEDUCTED:
+        if result.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED):
             # The committed rows, as GET /stockFlow/{flag} would return them: the order
             # service confirms from them instead of reading them back.
             body["flows"] = [flow_json(row) for row in result.flows]
             body["allocations"] = allocations_json(result.allocations)
+        if result.backordered:
+            body["backordered"] = owed_json(result.backordered)
         if result.outcome is Outcome.DEDUCTED and result.hold is not None:
             body["lock"] = {
                 "backend": d.locks.name,
@@ -228,6 +238,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 "fence": row["fence"],
                 "locations": places,
                 "inTransit": in_transit,
+                "backorderLimit": row["backorder_limit"],
+                "owed": row["owed"],
             }
         )
 

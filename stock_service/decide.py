@@ -46,6 +46,7 @@ from coordination.locks import Lease, LockLost
 from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
 from shared.metrics import FENCING_REFUSALS
+from stock_service.backorder_store import write_backorders
 from stock_service.core import BatchState, BatchWrites, Decision, Plan, Request, batch_writes
 from stock_service.core.unfenced import renumber
 from stock_service.core.writes import attach_flows
@@ -174,6 +175,9 @@ def _state(read: BatchRead) -> BatchState:
         named_held=read.places.named_held,
         places=read.places.places,
         transfers=read.transfers or {},
+        limits={g: int(row.backorder_limit) for g, row in rows.items()},
+        owed={g: int(row.owed) for g, row in rows.items()},
+        waiting=read.waiting or {},
     )
 
 
@@ -188,7 +192,15 @@ def _apply(
         raise _Overtaken("a flag was returned or released by another writer")
     moved = _write_levels(write, writes.plan, read, tokens)
     if moved:  # the unfenced baseline: its lines take the seqs the database gave
-        rows = (writes.flows, writes.returns, writes.adjustments, writes.outbox, writes.legs)
+        rows = (
+            writes.flows,
+            writes.returns,
+            writes.adjustments,
+            writes.outbox,
+            writes.legs,
+            writes.waiting,
+            writes.fills,
+        )
         renumber(moved, writes.decisions, *rows)
     write.add_flows(writes.flows)
     deducted = writes.deducted
@@ -205,4 +217,8 @@ def _apply(
     moves = (writes.allocations, writes.legs, the_plan.new_transfers, the_plan.moved_transfers)
     if not write_moves(write.conn, *moves, write.stamp):
         raise _Overtaken("a transfer was moved on by another writer")
+    owed = {g: int(row.owed) for g, row in read.rows.items()}
+    lines = (writes.waiting, writes.fills, writes.filled, the_plan.backorders, owed)
+    if not write_backorders(write.conn, *lines, write.stamp):
+        raise _Overtaken("a waiting line was moved by another writer")
     write.add_outbox(writes.outbox)

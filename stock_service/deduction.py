@@ -72,6 +72,7 @@ class DeductionResult:
     shortfalls: list[Shortfall] = field(default_factory=list)
     flows: list[dict[str, Any]] = field(default_factory=list)  # those a deduction committed
     allocations: list[tuple[str, str, int]] = field(default_factory=list)  # goods, where, units
+    backordered: dict[str, int] = field(default_factory=dict)  # goods id -> units still owed
     hold: Hold | None = None  # None: answered before the lock, from Redis and the database
     timings: Stopwatch = field(default_factory=Stopwatch)
 
@@ -198,8 +199,7 @@ class StockDeduction:
         if decided == Decided.DEDUCTED:
             # Each unit goes back where it came from: its lines and their locations, read
             # before the hold (a deducted flag's flows and allocations never change).
-            lines = {row["goods_id"]: int(row["num"]) for row in self.store.flows(flag)}
-            parts = self.store.allocations(flag)
+            lines, parts = self.store.returning(flag)
             decision, _hold = self._decide(Request(flag, lines, Kind.RETURN, parts=parts))
             outcome = decision.outcome
         else:  # returned before; or refused or voided: nothing was deducted
@@ -274,6 +274,7 @@ def _result(decision: Decision, hold: Hold, watch: Stopwatch) -> DeductionResult
         decision.shortfalls,
         decision.flows,
         decision.allocations,
+        decision.backordered,
         hold,
         watch,
     )

@@ -11,8 +11,10 @@ from typing import Any
 from sqlalchemy import Engine, Table, bindparam, case, literal, select, update
 
 from shared.db import transaction
-from stock_service.core.places import DEFAULT
+from stock_service.core.places import DEFAULT, parts_of
 from stock_service.tables import (
+    backorder,
+    backorder_fill,
     stock,
     stock_adjustment,
     stock_allocation,
@@ -69,6 +71,11 @@ def _entries(table: Table, kind: str) -> Any:
     if table is stock_adjustment:
         delta, flag, reason, reference = c.delta, nothing, c.reason, c.reference
         where = c.location
+    elif table is backorder:
+        delta, flag, reason, reference = literal(0), c.flag, nothing, nothing
+    elif table is backorder_fill:
+        delta, flag, reason, reference = -c.num, c.flag, nothing, nothing
+        where = c.location
     elif table is stock_transfer_leg:
         delta, flag, reason, reference = c.delta, nothing, nothing, c.transfer_id
         where = c.location_id
@@ -76,8 +83,9 @@ def _entries(table: Table, kind: str) -> Any:
     else:
         sign = -1 if kind == "deducted" else 1
         delta, flag, reason, reference = c.num * sign, c.flag, nothing, nothing
+    seq = c.position if table is backorder else c.seq
     return select(
-        c.seq,
+        seq.label("seq"),
         label.label("kind"),
         where.label("location"),
         delta.label("delta"),
@@ -86,7 +94,7 @@ def _entries(table: Table, kind: str) -> Any:
         flag.label("flag"),
         reason.label("reason"),
         reference.label("reference"),
-    ).where(c.goods_id == bindparam("g"), c.seq.is_not(None))
+    ).where(c.goods_id == bindparam("g"), seq.is_not(None))
 
 
 SOURCES = (
@@ -94,24 +102,36 @@ SOURCES = (
     (stock_return, "returned"),
     (stock_adjustment, "adjusted"),
     (stock_transfer_leg, "transfer"),
+    (backorder, "backordered"),
+    (backorder_fill, "backorder_filled"),
 )
 # Where a page's deductions and returns took their units from (none: the default location).
 PARTS = select(stock_allocation).where(
     stock_allocation.c.goods_id == bindparam("g"),
     stock_allocation.c.flag.in_(bindparam("flags", expanding=True)),
 )
+
+
 # Newest first, before a seq (keyset paging), and the newest at or before a point in time.
+def _seq(table: Table) -> Any:
+    """A table's ledger seq: a backordered line's is its place in line."""
+    return table.c.position if table is backorder else table.c.seq
+
+
 PAGES = [
     _entries(t, k)
-    .where(t.c.seq < bindparam("before"))
-    .order_by(t.c.seq.desc())
+    .where(_seq(t) < bindparam("before"))
+    .order_by(_seq(t).desc())
     .limit(bindparam("limit"))
     for t, k in SOURCES
 ]
 AT = [
-    _entries(t, k).where(t.c.created_at <= bindparam("at")).order_by(t.c.seq.desc()).limit(1)
+    _entries(t, k).where(t.c.created_at <= bindparam("at")).order_by(_seq(t).desc()).limit(1)
     for t, k in SOURCES
 ]
+SET_LIMIT = (
+    update(stock).where(stock.c.goods_id == bindparam("g")).values(backorder_limit=bindparam("n"))
+)
 SET_THRESHOLD = (
     update(stock).where(stock.c.goods_id == bindparam("g")).values(low_stock=bindparam("t"))
 )
@@ -143,6 +163,13 @@ class Ledger:
         newest = _entry(max(rows, key=lambda r: r.seq))
         return newest.level_after, newest
 
+    def set_backorder_limit(self, goods_id: str, limit: int) -> bool:
+        """The units the goods id may owe at once; False if the goods is unknown. Needs no
+        lock: a hold reads it once, so a batch decides against one limit (lowered below what
+        is owed, no line starts waiting until the owed units fall under it)."""
+        with transaction(self.engine, DB) as conn:
+            return bool(conn.execute(SET_LIMIT, {"g": goods_id, "n": limit}).rowcount)
+
     def set_threshold(self, goods_id: str, threshold: int | None) -> bool:
         """The goods id's low-stock threshold (None: none); False if the goods is unknown."""
         with transaction(self.engine, DB) as conn:
@@ -154,6 +181,11 @@ def _entry(row: Any, parts: list[tuple[str, int]] | None = None) -> LedgerEntry:
     transfer = row.kind.startswith("transfer")
     location = row.location
     split: tuple[tuple[str, int], ...] = ()
+    if row.kind == "backorder_filled":  # its units_text: where each unit came from
+        parts = parts_of(location)
+        location = None
+    elif row.kind == "backordered":  # owes units: takes none from anywhere
+        parts = []
     if parts and len(parts) == 1:
         location = parts[0][0]
     elif parts:

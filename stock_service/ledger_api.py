@@ -20,9 +20,11 @@ from stock_service.ledger_schemas import (
     Adjusted,
     History,
     HistoryQuery,
+    PolicySet,
     Stale,
     ThresholdSet,
     adjustment_model,
+    policy_model,
     threshold_model,
 )
 from stock_service.locations_api import known_location
@@ -147,6 +149,32 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
                 "next": page[-1].seq if more else None,
             }
         )
+
+    @bp.put("/stock/<goodsId>/policy")
+    @bp.auth_required(admin)
+    @bp.input(GoodsPath, location="path")
+    @bp.input(policy_model(max_level), example={"backorderLimit": 20})
+    @bp.doc(
+        responses=answers(
+            {
+                200: (PolicySet, "Set: fill=backorder may owe up to this many units"),
+                403: ADMIN_OFF,
+                404: UNKNOWN,
+                413: BODY_TOO_LARGE,
+                422: (ErrorBody, "A negative limit"),
+                503: DOWN,
+            }
+        )
+    )
+    def policy(goodsId: str, path_data: Any, json_data: Any) -> Response:
+        """Admin: the goods id's backorder limit: the units it may owe at once to orders
+        placed with fill=backorder, filled oldest first as units arrive (docs/backorders.md)."""
+        limit = json_data.backorderLimit
+        if limit < 0:
+            raise ApiError(422, "backorderLimit cannot be negative", field="backorderLimit")
+        if not deps().ledger.set_backorder_limit(goodsId, limit):
+            raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
+        return jsonify({"goodsId": goodsId, "backorderLimit": limit})
 
     @bp.put("/stock/<goodsId>/threshold")
     @bp.auth_required(admin)

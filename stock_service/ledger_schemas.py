@@ -46,6 +46,26 @@ def adjustment_model(max_level: int) -> type[Strict]:
     return AdjustmentBody
 
 
+def policy_model(max_level: int) -> type[Strict]:
+    class PolicyBody(Strict):
+        backorderLimit: Annotated[
+            int,
+            Field(
+                le=max_level,
+                description="units the goods id may owe at once (fill=backorder); 0: none, the "
+                "default; below 0: 422",
+            ),
+            WHOLE,
+        ]
+
+    return PolicyBody
+
+
+class PolicySet(Answer):
+    goodsId: str
+    backorderLimit: int
+
+
 def threshold_model(max_level: int) -> type[Strict]:
     class ThresholdBody(Strict):
         lowStock: Annotated[
@@ -88,7 +108,15 @@ class HistoryQuery(BaseModel):
 
 class Entry(BaseModel):
     seq: int = Field(description="the goods id's n-th entry")
-    kind: Literal["deducted", "returned", "adjusted", "transfer_out", "transfer_in"]
+    kind: Literal[
+        "deducted",
+        "returned",
+        "adjusted",
+        "transfer_out",
+        "transfer_in",
+        "backordered",
+        "backorder_filled",
+    ]
     delta: int
     levelAfter: int
     time: str
@@ -141,6 +169,8 @@ class StockEvent(BaseModel):
         "adjusted",
         "transfer_out",
         "transfer_in",
+        "backordered",
+        "backorder_filled",
         "low_stock",
         "out_of_stock",
         "back_in_stock",

@@ -47,12 +47,16 @@ _LEVELS = (
     stock.c.fence,
     stock.c.ledger_seq,
     stock.c.low_stock,
+    stock.c.backorder_limit,
+    stock.c.owed,
 )
 _NO_STOCK: tuple[Any, ...] = (
     literal("", String).label("goods_id"),
     *(literal(0, BigInteger).label(name) for name in ("num", "seed_version", "fence")),
     literal(0, BigInteger).label("ledger_seq"),
     literal(None, BigInteger).label("low_stock"),
+    literal(0, BigInteger).label("backorder_limit"),
+    literal(0, BigInteger).label("owed"),
 )
 READ_LEVELS_AND_PLACES: Any = union_all(
     select(

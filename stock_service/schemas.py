@@ -85,7 +85,9 @@ class FlagPath(BaseModel):
 Fill = str
 FILL_TEXT = (
     "all (the default): every line whole, or nothing; partial: what is there, answered per "
-    "line in `shortfalls`, refused only when nothing at all could be filled (else 422)"
+    "line in `shortfalls`, refused only when nothing at all could be filled; backorder: what "
+    "is there, the rest owed (answered `backordered`) when the goods id's backorder limit "
+    "allows, else refused as `all` is (else 422)"
 )
 
 
@@ -128,6 +130,18 @@ class Flow(BaseModel):
     createTime: str
 
 
+class BackorderLine(BaseModel):
+    goodsId: str
+    wanted: int = Field(description="the units it owed when it started waiting")
+    filled: int = Field(description="the units handed to it since, oldest line first")
+    state: Literal["waiting", "filled", "cancelled"]
+
+
+class Owed(BaseModel):
+    goodsId: str
+    num: int
+
+
 class Allocated(BaseModel):
     goodsId: str
     location: str
@@ -148,6 +162,9 @@ class Deduction(Answer):
     allocations: list[Allocated] | None = Field(
         None, description="deducted: where each line's units were taken from"
     )
+    backordered: list[Owed] | None = Field(
+        None, description="backordered: the units each line still waits for, in line"
+    )
 
 
 class FlagResult(Answer):
@@ -159,6 +176,7 @@ class FlagResult(Answer):
     )
     flows: list[Flow] | None = None
     allocations: list[Allocated] | None = None
+    backordered: list[Owed] | None = None
     shortfalls: list[Shortfall] | None = None
     goodsIds: list[str] | None = None
     error: str | None = None
@@ -179,6 +197,9 @@ class FlagState(Answer):
     flows: list[Flow] = Field(description="the flows, when it was deducted (or returned)")
     allocations: list[Allocated] | None = Field(
         None, description="with the flows: where each line's units were taken from"
+    )
+    backorders: list[BackorderLine] | None = Field(
+        None, description="a backordered flag's lines: owed, filled since, and their state"
     )
 
 
@@ -224,6 +245,8 @@ class StockLevel(Answer):
         "named one that has held this goods id)"
     )
     inTransit: int = Field(description="units on their way between locations (transfers)")
+    backorderLimit: int = Field(description="units it may owe at once (fill=backorder)")
+    owed: int = Field(description="units it owes now, to lines waiting in order")
     lowStock: int | None = Field(description="the low-stock threshold, if set")
     seq: int = Field(description="the ledger's last entry (GET /stock/{goodsId}/history)")
     seededNum: int

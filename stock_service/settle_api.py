@@ -105,6 +105,9 @@ def settle_routes() -> APIBlueprint:
                     )
                 ]
             )
+        lines = d.store.backorders(flag) if decided == Decided.DEDUCTED else []
+        if lines:  # a backordered flag's lines: what each wanted, got since, and its state
+            body["backorders"] = lines
         return jsonify(body)
 
     @bp.put("/holds/<flag>/release")

@@ -19,6 +19,9 @@ from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
 from shared.db import transaction
+from stock_service.backorder_store import flag_backorders, read_waiting
+from stock_service.core.backorders import Waiting
+from stock_service.core.places import DEFAULT, parts_of
 from stock_service.core.transfers import Transfer
 from stock_service.location_store import (
     UNHOLD_NAMED,
@@ -52,6 +55,7 @@ class BatchRead:
     held: frozenset[str] = frozenset()  # the deducted flags whose units are still held
     places: Places = field(default_factory=Places)  # named levels, locations
     transfers: dict[str, Transfer] | None = None  # the transfers its steps name
+    waiting: dict[str, list[Waiting]] | None = None  # lines waiting for units (backorders)
 
 
 class StockStore:
@@ -117,11 +121,42 @@ class StockStore:
         lock while it is stopped."""
         with transaction(self.engine, DB, read_only=True) as conn:
             rows, places = read_levels(conn, goods_ids)
+            waiting = read_waiting(conn, [g for g, row in rows.items() if row.owed])
             found = list(conn.execute(READ_DECIDED, {"flags": flags}))
             moving = read_transfers(conn, transfers or [])
         decided = {r.flag: str(r.outcome) for r in found}
         held = frozenset(r.flag for r in found if r.held)
-        return BatchRead(rows, decided, held, places, moving)
+        return BatchRead(rows, decided, held, places, moving, waiting)
+
+    def returning(self, flag: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
+        """What a return of a deducted flag gives back, read before the hold: its units per
+        goods id (its flows, and what its backordered lines got since; a line still waiting
+        is named with what it has) and where each came from, by location."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            flows = list(conn.execute(READ_FLOWS, {"flag": flag}))
+            parts = allocations(conn, flag)
+            lines, fills = flag_backorders(conn, flag)
+        units = {row.goods_id: int(row.num) for row in flows}
+        for goods_id, num in units.items():
+            parts.setdefault(goods_id, {DEFAULT: num})
+        for line in lines:
+            units.setdefault(line.goods_id, 0)
+        for fill in fills:
+            units[fill.goods_id] = units.get(fill.goods_id, 0) + int(fill.num)
+            came = parts.setdefault(fill.goods_id, {})
+            for loc, num in parts_of(fill.location):
+                came[loc] = came.get(loc, 0) + num
+        return units, parts
+
+    def backorders(self, flag: str) -> list[dict[str, Any]]:
+        """A flag's backordered lines: each goods id's units owed when it started waiting,
+        filled since, and its state (waiting, filled, cancelled)."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            lines, _fills = flag_backorders(conn, flag)
+        return [
+            {"goodsId": r.goods_id, "wanted": r.wanted, "filled": r.filled, "state": r.state}
+            for r in sorted(lines, key=lambda r: r.goods_id)
+        ]
 
     def allocations(self, flag: str) -> dict[str, dict[str, int]]:
         """Where each goods id of a deducted flag came from (missing: the default location)."""

@@ -47,6 +47,10 @@ stock = Table(
     Column("held", BigInteger, nullable=False, server_default="0"),
     # The low-stock threshold: a level falling below it is an event (low_stock). None: none.
     Column("low_stock", BigInteger, nullable=True),
+    # Units it may owe at once (fill=backorder), and the units it owes now: moved relatively,
+    # in the commit of the fenced write (docs/backorders.md).
+    Column("backorder_limit", BigInteger, nullable=False, server_default="0"),
+    Column("owed", BigInteger, nullable=False, server_default="0"),
 )
 
 stock_flow = Table(
@@ -223,4 +227,40 @@ stock_transfer_leg = Table(
     Column("fence", BigInteger, nullable=True),
     Column("created_at", Timestamp, nullable=False),
     UniqueConstraint("goods_id", "seq", name="uq_stock_transfer_leg_goods_seq"),
+)
+
+# --- Backorders (docs/backorders.md) ----------------------------------------------------------
+# A deduction's line that owes units: its place in line is the ledger seq of its `backordered`
+# entry (`position`); units that arrive fill the waiting lines of its goods id oldest first.
+backorder = Table(
+    "backorder",
+    metadata,
+    Column("flag", String(64), primary_key=True),
+    Column("goods_id", String(64), primary_key=True),
+    Column("position", BigInteger, nullable=False),  # its ledger entry's seq
+    Column("level_after", BigInteger, nullable=False),
+    Column("wanted", BigInteger, nullable=False),  # the units owed when it started waiting
+    Column("filled", BigInteger, nullable=False, server_default="0"),
+    Column("state", String(16), nullable=False),  # waiting, filled, cancelled
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    Index("ix_backorder_waiting", "goods_id", "state", "position"),
+)
+
+# Each hand-over of arriving units to a waiting line: a ledger line of the goods id (its seq and
+# the level it left), where the units were taken from (`north`, or `north:3,south:2`).
+backorder_fill = Table(
+    "backorder_fill",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("flag", String(64), nullable=False),
+    Column("goods_id", String(64), nullable=False),
+    Column("num", BigInteger, nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("level_after", BigInteger, nullable=False),
+    Column("location", String(200), nullable=False),
+    Column("fence", BigInteger, nullable=True),
+    Column("created_at", Timestamp, nullable=False),
+    UniqueConstraint("goods_id", "seq", name="uq_backorder_fill_goods_seq"),
+    Index("ix_backorder_fill_flag", "flag"),
 )

@@ -11,7 +11,7 @@ from shared.schemas import merge_lines
 from stock_service.core.model import Request
 from stock_service.location_book import LocationBook
 
-FILLS = ("all", "partial")
+FILLS = ("all", "partial", "backorder")
 
 
 def deduction_request(
@@ -36,7 +36,21 @@ def deduction_request(
                 goodsIds=[goods_id],
             )
     locations = {g: loc for g, loc in named.items() if loc is not None}
-    return Request(flag, lines, hold=hold, locations=locations, partial=fill == "partial")
+    if fill == "backorder" and (locations or hold):
+        raise ApiError(
+            422,
+            "fill=backorder takes no named location and no hold: a backordered line waits for "
+            "units of its goods id wherever they arrive",
+            field="fill",
+        )
+    return Request(
+        flag,
+        lines,
+        hold=hold,
+        locations=locations,
+        partial=fill == "partial",
+        backorder=fill == "backorder",
+    )
 
 
 def check_locations(book: LocationBook, requests: Sequence[Request]) -> None:

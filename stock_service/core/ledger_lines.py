@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from shared.ids import new_id
-from stock_service.core.places import DEFAULT, parts_text
+from stock_service.core.places import DEFAULT, parts_text, units_text
 from stock_service.core.plan import Entry, Plan, Request
 
 EVENT_KINDS = (
@@ -24,6 +24,8 @@ EVENT_KINDS = (
     "adjusted",
     "transfer_out",
     "transfer_in",
+    "backordered",
+    "backorder_filled",
     "low_stock",
     "out_of_stock",
     "back_in_stock",
@@ -64,6 +66,8 @@ def ledger_rows(
                 }
             )
             continue
+        if entry.kind in ("backordered", "backorder_filled"):
+            continue  # backorder_rows
         if request.transfer is not None:
             [(location, _)] = entry.parts
             del common["id"]
@@ -129,7 +133,7 @@ def outbox_rows(
                 **common,
                 "kind": entry.kind,
                 "delta": entry.delta,
-                "flag": None if adjustment or request.transfer else request.flag,
+                "flag": entry.flag or (None if adjustment or request.transfer else request.flag),
                 "reason": adjustment.reason if adjustment else _transfer_reason(request),
             }
         )
@@ -154,3 +158,42 @@ def _transfer_reason(request: Request) -> str | None:
     """A transfer leg's event names its transfer (its reference)."""
     move = request.transfer
     return None if move is None else f"transfer {move.transfer_id} ({move.reference})"[:200]
+
+
+def backorder_rows(
+    the_plan: Plan, tokens: Mapping[str, int | None]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[tuple[str, str], int]]:
+    """The lines that start waiting (backorder rows), each hand-over of units to one (fill rows,
+    ledger lines), and the units each waiting line (flag, goods id) got now."""
+    waiting: list[dict[str, Any]] = []
+    fills: list[dict[str, Any]] = []
+    if the_plan.backorders is None:
+        return waiting, fills, {}
+    level = {(e.goods_id, e.seq): e.level_after for e in the_plan.entries}
+    for line in the_plan.backorders.new:
+        waiting.append(
+            {
+                "flag": line.flag,
+                "goods_id": line.goods_id,
+                "position": line.position,
+                "level_after": level[(line.goods_id, line.position)],
+                "wanted": line.remaining,
+                "filled": 0,
+                "state": "waiting",
+            }
+        )
+    for entry in the_plan.entries:
+        if entry.kind == "backorder_filled":
+            fills.append(
+                {
+                    "id": new_id(),
+                    "flag": entry.flag,
+                    "goods_id": entry.goods_id,
+                    "num": -entry.delta,
+                    "seq": entry.seq,
+                    "level_after": entry.level_after,
+                    "location": units_text(entry.parts),
+                    "fence": tokens.get(entry.goods_id),
+                }
+            )
+    return waiting, fills, dict(the_plan.backorders.filled)

@@ -80,6 +80,8 @@ class Request:
     locations: Mapping[str, str] = field(default_factory=dict)
     # A deduction that takes what it can (fill=partial): refused only when nothing could be.
     partial: bool = False
+    # A deduction that owes what is not on hand (fill=backorder), within the limit.
+    backorder: bool = False
     # A return's parts: where each goods id's units came from (goods id -> location -> units),
     # read with its lines before the hold; a goods id missing here came from the default.
     parts: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
@@ -100,6 +102,7 @@ class Entry:
     seed_version: int = 1  # the seed of the goods id this line belongs to
     # Where it moved units: (location, delta) per location, the locations in priority order.
     parts: tuple[tuple[str, int], ...] = ()
+    flag: str | None = None  # a backorder's fill: the flag it fills (not the arriving request's)
 
 
 @dataclass
@@ -113,5 +116,6 @@ class Decision:
     # A deduction's: where its units came from, (goods id, location, units) per part.
     allocations: list[tuple[str, str, int]] = field(default_factory=list)
     transfer: str | None = None  # a transfer's state after this step
+    backordered: dict[str, int] = field(default_factory=dict)  # goods id -> units owed
     entries: list[Entry] = field(default_factory=list)  # its lines of the ledger
     committed_at: Any = None  # the time of the commit that wrote it (set once committed)

@@ -43,6 +43,21 @@ def parts_text(parts: Iterable[tuple[str, int]]) -> str | None:
     return ",".join(f"{loc}:{abs(delta)}" for loc, delta in parts)
 
 
+def units_text(parts: Iterable[tuple[str, int]]) -> str:
+    """Where units were taken from, always with the units: `north:3`, `north:3,south:2` (a
+    location id may hold a colon, never a comma: the last colon of each part is the one)."""
+    return ",".join(f"{loc}:{abs(delta)}" for loc, delta in parts)
+
+
+def parts_of(text: str) -> list[tuple[str, int]]:
+    """units_text read back."""
+    found = []
+    for part in text.split(","):
+        loc, _, num = part.rpartition(":")
+        found.append((loc, int(num)))
+    return found
+
+
 class Shelves:
     """The named locations' levels and held units of the goods ids of one plan, running.
     `totals`: the plan's running total levels (shared, moved by the ledger)."""

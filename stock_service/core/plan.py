@@ -49,6 +49,8 @@ from dataclasses import dataclass, field
 
 from shared.contract import AS_DEDUCTION, Decided, Outcome
 from stock_service.core.allocating import deduct
+from stock_service.core.backordering import give_back, serve_waiting, try_backorder
+from stock_service.core.backorders import Backorders, Waiting
 from stock_service.core.model import (
     REASONS,
     Adjustment,
@@ -94,6 +96,7 @@ class Plan:
     # transfers: those an out leg creates, and (id, state read, state after) of those moved on
     new_transfers: list[Transfer] = field(default_factory=list)
     moved_transfers: list[tuple[str, str, str]] = field(default_factory=list)
+    backorders: Backorders | None = None  # the lines that wait, are filled or give up
 
     @property
     def writes(self) -> bool:
@@ -104,7 +107,7 @@ class Plan:
         return [
             request
             for request, decision in zip(requests, self.decisions, strict=True)
-            if decision.outcome is Outcome.DEDUCTED
+            if decision.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED)
         ]
 
     def returning(self, requests: Iterable[Request]) -> list[Request]:
@@ -129,6 +132,9 @@ def plan(
     named_held: Mapping[str, Mapping[str, int]] | None = None,
     places: Mapping[str, Place] | None = None,
     transfers: Mapping[str, Transfer] | None = None,
+    limits: Mapping[str, int] | None = None,
+    owed: Mapping[str, int] | None = None,
+    waiting: Mapping[str, list[Waiting]] | None = None,
 ) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give; a `set`
     brings it into being); `decided`: the flags the stock database has decided, with their
@@ -137,12 +143,14 @@ def plan(
     `seed_versions`: each known goods id's seed version; `max_level`: the highest level an
     adjustment may leave (MAX_STOCK_LEVEL); `named`, `named_held`: each goods id's levels and
     held units at its named locations (places.py); `places`: the locations that have a row;
-    `transfers`: the transfers the batch's steps name, as read."""
+    `transfers`: the transfers the batch's steps name, as read; `limits`, `owed`, `waiting`:
+    each goods id's backorder limit, units owed and waiting lines (backorders.py)."""
     ledger = RunningLedger(levels, seqs or {}, seed_versions or {}, named, named_held)
     places = places or {}
     running = dict(transfers or {})
     new_transfers: list[Transfer] = []
     moved_transfers: list[tuple[str, str, str]] = []
+    backorders = Backorders.of(limits or {}, owed or {}, waiting or {})
     taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
     returned: set[int] = set()
     refused: set[int] = set()
@@ -152,6 +160,8 @@ def plan(
         if request.adjust is not None:
             decision = _adjust(index, request.adjust, ledger, max_level)
             adjusted = decision.outcome is Outcome.ADJUSTED
+            if adjusted:  # units that arrive go to the lines waiting for them
+                serve_waiting(index, request.adjust.goods_id, ledger, places, backorders)
             if (
                 adjusted
                 and request.adjust.reason == "set"
@@ -162,6 +172,8 @@ def plan(
             continue
         if request.transfer is not None:
             decision, was = step(index, request.transfer, ledger, running)
+            if decision.entries and decision.entries[0].delta > 0:
+                serve_waiting(index, request.transfer.goods_id, ledger, places, backorders)
             moved = running.get(request.transfer.transfer_id)
             if was == CREATED and moved is not None:
                 new_transfers.append(moved)
@@ -173,15 +185,8 @@ def plan(
         if request.kind is Kind.RETURN:
             decision = Decision(Outcome.RETURNED if earlier is not None else Outcome.VOIDED)
             if earlier is Decided.DEDUCTED:
-                for goods_id, num in sorted(request.lines.items()):
-                    came = request.parts.get(goods_id) or {DEFAULT: num}
-                    back = tuple(sorted(came.items()))
-                    decision.entries.append(
-                        ledger.move(index, goods_id, "returned", num, parts=back)
-                    )
-                    if request.flag in held_flags:
-                        for location, units in back:
-                            ledger.hold(goods_id, -units, location)
+                held = request.flag in held_flags
+                decision.entries = give_back(index, request, ledger, places, backorders, held)
                 taken[request.flag] = Decided.RETURNED
                 returned.add(index)
             elif earlier is not Decided.RETURNED:
@@ -191,7 +196,11 @@ def plan(
         if earlier is not None:
             decisions.append(Decision(AS_DEDUCTION[earlier]))
             continue
+        for goods_id in sorted(request.lines):  # the lines waiting are served before it
+            serve_waiting(index, goods_id, ledger, places, backorders)
         decision = deduct(index, request, ledger, places)
+        if decision.outcome is Outcome.INSUFFICIENT:
+            decision = try_backorder(index, request, decision, ledger, places, backorders)
         if decision.outcome is Outcome.INSUFFICIENT:
             taken[request.flag] = Decided.REFUSED
             refused.add(index)
@@ -212,6 +221,7 @@ def plan(
         ledger.shelves.rows(),
         new_transfers,
         moved_transfers,
+        backorders,
     )
 
 

@@ -44,6 +44,7 @@ class RunningLedger:
         delta: int,
         seeds: bool = False,
         parts: tuple[tuple[str, int], ...] | None = None,
+        flag: str | None = None,
     ) -> Entry:
         """One ledger line. `seeds`: a level set outright, which starts a new seed (this line
         and those after it belong to it); a goods id brought into being starts at version 1.
@@ -66,6 +67,7 @@ class RunningLedger:
             self.seqs[goods_id],
             self.version(goods_id),
             parts,
+            flag,
         )
         self.entries.append(entry)
         if seeds:

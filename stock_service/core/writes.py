@@ -14,7 +14,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stock_service.core.ledger_lines import allocation_rows, ledger_rows, outbox_rows
+from stock_service.core.backorders import Waiting
+from stock_service.core.ledger_lines import (
+    allocation_rows,
+    backorder_rows,
+    ledger_rows,
+    outbox_rows,
+)
 from stock_service.core.model import Decision, Request
 from stock_service.core.places import Place
 from stock_service.core.plan import Outcome, Plan, plan
@@ -38,6 +44,10 @@ class BatchState:
     named_held: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     places: Mapping[str, Place] = field(default_factory=dict)
     transfers: Mapping[str, Transfer] = field(default_factory=dict)
+    # per goods id: its backorder limit, units owed, and lines waiting (read when it owes any)
+    limits: Mapping[str, int] = field(default_factory=dict)
+    owed: Mapping[str, int] = field(default_factory=dict)
+    waiting: Mapping[str, list[Waiting]] = field(default_factory=dict)
 
 
 @dataclass
@@ -49,6 +59,9 @@ class BatchWrites:
     outbox: list[dict[str, Any]]
     allocations: list[dict[str, Any]]  # where each deducted line's units came from
     legs: list[dict[str, Any]]  # transfers' ledger lines
+    waiting: list[dict[str, Any]]  # lines that start waiting for units (backorders)
+    fills: list[dict[str, Any]]  # units handed to waiting lines (ledger lines)
+    filled: dict[tuple[str, str], int]  # (flag, goods id) -> units the line got now
     deducted: list[Request]  # their decisions: deducted (held when a hold's)
     refused: list[tuple[str, str]]  # (flag, why): their decisions: refused
     returning: list[str]  # deducted flags whose stock comes back now
@@ -81,8 +94,12 @@ def batch_writes(
         named_held=state.named_held,
         places=state.places,
         transfers=state.transfers,
+        limits=state.limits,
+        owed=state.owed,
+        waiting=state.waiting,
     )
     flows, returns, adjustments, legs = ledger_rows(the_plan, batch, tokens)
+    waiting, fills, filled = backorder_rows(the_plan, tokens)
     outbox = outbox_rows(the_plan.entries, batch, state.levels, state.thresholds) if events else []
     return BatchWrites(
         the_plan,
@@ -92,6 +109,9 @@ def batch_writes(
         outbox,
         allocation_rows(the_plan.entries, batch),
         legs,
+        waiting,
+        fills,
+        filled,
         the_plan.deducted(batch),
         [(r.flag, refusal(d)) for r, d in the_plan.refusing(batch)],
         [r.flag for r in the_plan.returning(batch)],
@@ -112,6 +132,6 @@ def attach_flows(requests: Sequence[Request], writes: BatchWrites, stamp: object
         by_flag.setdefault(flow["flag"], []).append({**flow, "created_at": stamp})
     for request, decision in zip(requests, writes.decisions, strict=True):
         decision.committed_at = stamp
-        if decision.outcome is Outcome.DEDUCTED:
+        if decision.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED):
             decision.flows = by_flag.get(request.flag, [])
     return writes.decisions
