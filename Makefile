@@ -66,11 +66,13 @@ test-quick: $(STAMP)
 	@scripts/ensure-servers.sh
 	SCHEMATHESIS_MAX_EXAMPLES=10 $(BIN)/pytest -n 4 tests/unit tests/integration \
 		--databases $(QUICK_DATABASES) --deselect tests/unit/test_model_check.py \
-		--deselect tests/unit/test_model_locations.py
+		--deselect tests/unit/test_model_locations.py \
+		--deselect tests/unit/test_model_backorders.py
 
-# The model of the protocol (model/protocol.pml) and the locations' (model/locations.pml), checked
-# by spin with every guard removed in turn; `make test` runs them too
-# (tests/unit/test_model_check.py, tests/unit/test_model_locations.py).
+# The model of the protocol (model/protocol.pml), the locations' (model/locations.pml) and the
+# backorders' and reservations' (model/backorders.pml), checked by spin with every guard removed
+# in turn; `make test` runs them too (tests/unit/test_model_check.py,
+# tests/unit/test_model_locations.py, tests/unit/test_model_backorders.py).
 model: $(STAMP)
 	@scripts/ensure-servers.sh --model
 	$(BIN)/python -m inventory.model_check

@@ -36,8 +36,15 @@ Since stock has locations there is a second model, model/locations.pml (its vari
 inventory/model_location_variants.py): stock in two locations, an order's allocation decided
 under the lock and written under the fence (GREEDY_SPLIT, PER_LINE and LOCATIONS_NO_FENCE break
 it), and a transfer's legs, each once (LEG_NOT_ONCE, OUT_NOT_ONCE). Each variant names its model
-file; a run checks both models' variants, or with --model PATH the variants of the model of
+file; a run checks every model's variants, or with --model PATH the variants of the model of
 that file's name, checked against PATH.
+
+A third model, model/backorders.pml (its variants in inventory/model_backorder_variants.py),
+has backorders within a cap filled oldest first by the units that arrive (FILL_NEWEST and
+NEWCOMER_FIRST: a later order filled first; FILL_NOT_IN_COMMIT: units on hand while a line
+waits; BACKORDERS_NO_FENCE; NO_HANDOVER expected clean), and a world, -DRESERVATIONS, of a
+reservation ended exactly once by its genOrder, its DELETE or its expiry (STATE_NO_CAS and
+EXPIRY_NO_CAS: two ends; RETURN_NO_CAS: its units back twice).
 
     python -m inventory.model_check [--json] [--model PATH]
 """
@@ -55,11 +62,13 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from inventory.model_backorder_variants import BACKORDER_VARIANTS
 from inventory.model_location_variants import LOCATION_VARIANTS
 from inventory.model_variants import VARIANTS, Variant
 
 __all__ = [
     "ALL_VARIANTS",
+    "BACKORDER_VARIANTS",
     "LOCATION_VARIANTS",
     "VARIANTS",
     "Result",
@@ -71,7 +80,7 @@ __all__ = [
 
 MODELS = Path(__file__).resolve().parent.parent / "model"
 MODEL = MODELS / "protocol.pml"
-ALL_VARIANTS = VARIANTS + LOCATION_VARIANTS
+ALL_VARIANTS = VARIANTS + LOCATION_VARIANTS + BACKORDER_VARIANTS
 MEMORY_LIMIT_MB = 2048  # pan's own bound (-DMEMLIM): it stops, "search not completed"
 MAX_DEPTH = 10_000  # the model's paths are about 270 steps long
 SPIN_TIMEOUT_S = 600
@@ -223,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="a Promela model checked in place of the one of its name (protocol.pml, "
-        "locations.pml): that model's variants only (default: both models')",
+        "locations.pml, backorders.pml): that model's variants only (default: every model's)",
     )
     args = parser.parse_args(argv)
     try:

@@ -151,3 +151,98 @@ LOCATION_ACTIONS: dict[str, str] = {
     ),
     "the transfer routes": "stock_service.transfers_api.transfer_routes",
 }
+
+# The backorders' and reservations' model (model/backorders.pml): each of its actions, and the
+# function of the code that does it. tests/unit/test_model_backorders.py imports each.
+BACKORDER_ACTIONS: dict[str, str] = {
+    "take the goods id's lock, with a token": (
+        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+    ),
+    "read on hand, the row's fence and seq, the limit, the units owed and the waiting lines": (
+        "stock_service.store.StockStore.read_batch"
+    ),
+    "the waiting lines, read under the lock oldest first": (
+        "stock_service.backorder_store.read_waiting"
+    ),
+    "a batch's requests decided in turn on the running levels and lines": (
+        "stock_service.core.plan.plan"
+    ),
+    "a deduction: what is on hand handed to the waiting lines first": (
+        "stock_service.core.backordering.serve_waiting"
+    ),
+    "the rest backordered within the limit, else refused": (
+        "stock_service.core.backordering.try_backorder"
+    ),
+    "the cap: the units owed stay within the limit": (
+        "stock_service.core.backorders.Backorders.room"
+    ),
+    "a line waits at the ledger seq of its backordered entry": (
+        "stock_service.core.backorders.Backorders.wait"
+    ),
+    "arriving units to the oldest waiting line first, a line filled in parts": (
+        "stock_service.core.backorders.Backorders.serve"
+    ),
+    "a restock: an adjustment to the lock, its unit served to the lines in its commit": (
+        "stock_service.deduction.StockDeduction.adjust"
+    ),
+    "a cancel: what was filled back, the place given up, the next line served": (
+        "stock_service.core.backordering.give_back"
+    ),
+    "a line gives up its place": "stock_service.core.backorders.Backorders.give_up",
+    "fenced write on the goods row: its fence and its ledger seq as read": (
+        "stock_service.store_write.StockWrite.set_level_fenced"
+    ),
+    "the lines, their fills and the units owed written in the fenced commit": (
+        "stock_service.backorder_store.write_backorders"
+    ),
+    "fence refused (newer holder) or overtaken (older holder)": (
+        "stock_service.decide._write_levels"
+    ),
+    "read again and decide again after overtaken or a line moved": (
+        "stock_service.decide.decide_batch"
+    ),
+    "the return of a reservation's flag: to the lock, under the fence": (
+        "stock_service.deduction.StockDeduction.cancel"
+    ),
+    "the flag's decision compare-and-set deducted -> returned": (
+        "stock_service.store_write.StockWrite.mark_returned"
+    ),
+    "the reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
+    "the reconciler: pass after pass, each while still the leader": (
+        "order_service.reconciler.lead"
+    ),
+}
+
+# The reservations' actions whose code is not in yet: the names proposed for them (those of the
+# order service's reservations as they are being written). Not imported by any test; moved to
+# BACKORDER_ACTIONS when the code lands.
+PENDING_BACKORDER_ACTIONS: dict[str, str] = {
+    "POST /reservations: its flag deducted held, then the row held": (
+        "order_service.reservations.Reservations.reserve"
+    ),
+    "a move from held: the state's compare-and-set in its own transaction": (
+        "order_service.reservation_store.compare_and_set"
+    ),
+    "a move with its deadline by the transaction's clock (due)": (
+        "order_service.reservation_store.ReservationStore.move"
+    ),
+    "consume: held -> consumed before the deadline, and the order, one transaction": (
+        "order_service.reservation_orders.ReservationOrders.consume"
+    ),
+    "a genOrder's repeat finding it consumed by its own key answers that order": (
+        "order_service.reservation_orders.ReservationOrders.place"
+    ),
+    "DELETE: held -> released, then the return": (
+        "order_service.reservations.Reservations.release"
+    ),
+    "the return of a released or expired reservation asked of the stock service": (
+        "order_service.reservations.Settlement.give_back"
+    ),
+    "returned_at set once the return is answered": (
+        "order_service.reservation_store.ReservationStore.returned"
+    ),
+    "expiry: held -> expired past the deadline, then the return; an owing one asked again": (
+        "order_service.reservation_passes.reconcile_reservations"
+    ),
+    "the reservation routes": "order_service.reservations_api.reservation_routes",
+}

@@ -1,0 +1,729 @@
+/* A model of backorders and cart reservations, checked exhaustively by spin: units owed
+   beyond on-hand stock, within a cap, filled oldest first by the units that arrive; and a cart
+   reservation ended exactly once, its units back once, whatever races it. A third small model,
+   apart from model/protocol.pml (the flags, retries, reconcilers, returns and holds of a
+   deduction) and model/locations.pml (two locations, transfers), so that its check takes
+   seconds. Two worlds:
+
+   The backorders world (the default), stock_service/core/backorders.py and backordering.py:
+   - one goods id, on hand 0, a backorder limit of LIMIT (3) units owed;
+   - three buyers, A (1 unit), B (2 units, so that a line is filled in parts) and C (1 unit),
+     arriving in any order. Each deduction is decided under the goods id's lock: what is on
+     hand is first handed to the lines waiting (plan's serve_waiting before deduct), then the
+     buyer takes what is left and backorders the rest when the units owed stay within the limit
+     (else refused, nothing taken: try_backorder, Backorders.room); an order that owes units is
+     a waiting line, BACKORDERED, whose place is the ledger seq of the commit that backordered it
+     (the goods row's seq: the order of the commits);
+   - two restocks of one unit each (admin adjustments, under the lock): in the same commit the
+     unit goes to the waiting line of the oldest place (Backorders.serve), as much as it still
+     wants (B's 2: in parts), and on hand only when no line waits;
+   - the cancel of B once backordered or filled (plan's give_back): under the lock B gives up
+     its place and what it was filled comes back, to the oldest line waiting first, in the same
+     commit;
+   - one lock whose token grows; up to PAUSES holders (1; 2 with -DPAUSES=2) are paused past
+     their session between their read and their commit and lose the lock unaware; another takes
+     it with a newer token. Every write is the code's compare-and-set on the goods row
+     (StockWrite.set_level_fenced): only if its fence and ledger seq are still the ones read and
+     the fence is not above the token (a newer holder wrote: refused; an older one since the
+     read: read again and decide again). The lines are written in that commit.
+   Checked at every commit: on hand never below zero; the units owed never above the limit;
+   nothing made or lost (units in = on hand + the units filled of the lines not cancelled); two
+   waiting lines never share a place; and FAIRNESS: no line gets units, in whole or in part
+   (a buyer's units taken from on hand count as its line's), while a line of an earlier place
+   waits (any waiting line can take an arriving unit). At the end: the same, and no unit on hand
+   while a line waits.
+
+   The reservations world (-DRESERVATIONS), order_service/reservation_store.py: a reservation is
+   a row of the order database whose id is its stock flag, deducted (held) when it was made:
+   - one goods id, level 3; the reservation holds 2 (its flag deducted: level 1), state `held`,
+     with a deadline: one bit, past expires_at by the order database's clock, turning at any
+     moment;
+   - a genOrder carrying the reservation id, and its retry (one idempotency key): the route's
+     read, then one transaction, the compare-and-set held -> consumed before the deadline and the
+     order (its id the reservation's): the held units are the order's, no second deduction. A
+     consume that finds it consumed by its own key answers that order; released, expired, or
+     held past its time: refused (409);
+   - DELETE /reservations/{id} and its retry, sent while the first is at work: the route's read;
+     held, the compare-and-set held -> released; released and its units not back, the return;
+     consumed or expired: 409;
+   - the elected reconciler, passes while there is work: a held reservation past its deadline
+     moved held -> expired (the compare-and-set, after the deadline by the same clock), then its
+     return; a released or expired one whose units are not back, its return asked again;
+   - the return (PUT /returnStock/{flag}) under the goods id's lock and the fenced write, the
+     flag's decision moved deducted -> returned by a compare-and-set (a repeat finds it returned
+     and gives nothing); answered, the reservation's returned_at is set, once. Refused by the
+     fence (a holder paused past its session): no answer, still owed.
+   Checked at every commit: one terminal transition (a second write of the same state changes
+   nothing); units back at most once; never both the order's and back; the reservation's units
+   counted once (held, or back on the level). At the end: a genOrder answered the order finds it
+   consumed, one refused finds no order (consumed or refused, never both), a DELETE answered
+   released finds it released, one answered 409 finds it consumed or expired; past its deadline
+   the reservation has ended, and released or expired its units are back.
+
+   Guards, each removable at compile time (inventory/model_backorder_variants.py):
+     -DFILL_NEWEST         arriving units to the newest waiting line first: a later order filled
+                           first
+     -DFILL_NOT_IN_COMMIT  arriving units put on hand, the lines served at the next deduction:
+                           units on hand while a line waits (the hand-over keeps the order)
+     -DNO_HANDOVER         a deduction takes what is on hand without handing it to the lines
+                           first: NOT a counterexample alone, and expected not to be (arrivals
+                           served in their commit leave nothing on hand while a line waits); with
+                           FILL_NOT_IN_COMMIT, a newcomer takes the restocked unit: a later order
+                           filled first
+     -DNO_FENCE            the backorders' commits last-writer-wins on their read: a holder paused
+                           past its session writes over another (two lines at one place, units
+                           made or lost, or the cap passed)
+     -DNO_STATE_CAS        (reservations) each move from held made on the state the route or
+                           the page read before, not in its commit: two ends (released, then
+                           consumed: the units the order's and back)
+     -DEXPIRY_NO_CAS       (reservations) the expiry alone on its page's read: released, then
+                           expired
+     -DRETURN_NO_CAS       (reservations) the return served whatever the flag's decision: the
+                           DELETE and its retry (or the reconciler asking again) give the units
+                           back twice
+   Probes, not guards (tests/unit/test_model_backorders.py), each reached in the intact model:
+   -DWITNESS_PARTIAL (a line filled in part by a restock), -DWITNESS_QUEUE (a restock meeting
+   two waiting lines serves the older), -DWITNESS_CANCEL_FILLS (a cancelled line's units fill a
+   waiting line in the cancel's commit); reservations: -DWITNESS_STALE (a return paused past its
+   session refused by the fence after another gave the units back), -DWITNESS_LATE_CONSUME (a
+   genOrder that read it held refused past its time, still held: the expiry's to end),
+   -DWITNESS_OWN_KEY (the genOrder's retry, racing it, finds it consumed by its own key).
+
+   Left out (said once): a second goods id, named locations and transfers received
+   (model/locations.pml); an order of two lines; a backordered deduction's flag, retries and
+   reconcilers (model/protocol.pml); returns other than a cancel's; a reservation's returned
+   units serving backorders (the two worlds are apart); a pending reservation (its deduction's
+   outcome unknown: the protocol's flags); the order made of a reservation paid or cancelled
+   afterwards (the protocol's holds); two reservations. */
+
+#ifndef PAUSES
+#define PAUSES 1                     /* holders paused past their session, at most */
+#endif
+
+mtype = { NONE, BACKORDERED, CONFIRMED, REFUSED, CANCELLED, HELD, CONSUMED, RELEASED,
+          EXPIRED, DEDUCTED, RETURNED, DONE, SAME, CONFLICT, LOCK_LOST, AGAIN };
+
+/* the goods row: its fence and its last ledger seq */
+byte fence = 0;
+byte seq = 0;
+
+/* the lock */
+byte holder = 0;
+byte tokens = 0;
+byte losses = 0;
+
+#define ROW_MOVED (fence != seen || seq != seen_seq)
+
+/* A holder paused past its session between its read and its commit: the lock passes on and
+   this holder does not know. A step of its own, so that a counterexample has one only where
+   it matters. */
+inline pause(me) {
+    atomic {
+        holder = 0; losses++;
+        step(me); printf(" is paused past its session: it loses the lock unaware\n")
+    }
+}
+
+/* The fenced compare-and-set on the goods row: `out` LOCK_LOST (a newer holder wrote:
+   refused), AGAIN (overtaken by an older holder: read again), or left NONE (write). */
+inline fenced(me) {
+#ifdef NO_FENCE
+    skip
+#else
+    if
+    :: seen > tok || (ROW_MOVED && fence > tok) ->
+       out = LOCK_LOST;
+       step(me); printf("'s write is refused by the fence %d (its token %d)\n", fence, tok)
+    :: ROW_MOVED && fence <= tok ->
+       out = AGAIN;
+       step(me); printf(": the row was overtaken by an older holder, reads again\n")
+    :: else -> skip
+    fi
+#endif
+}
+
+/* the row written: the fence moves to the token, the seq one past the one read (the code's
+   write passes the seq it planned) */
+inline wrote_row() {
+#ifndef NO_FENCE
+    fence = tok;
+#endif
+    seq = seen_seq + 1
+}
+
+inline take_lock(me) {
+    holder == 0 -> holder = me; tokens++; tok = tokens
+}
+
+inline release(me) {
+    if :: holder == me -> holder = 0 :: else -> skip fi
+}
+
+
+#ifndef RESERVATIONS
+/* ---------------------------------------------------------------- the backorders world */
+
+#define NB 3                         /* the buyers' lines: A 0, B 1, C 2 */
+#define WANT(o) (o == 1 -> 2 : 1)    /* A 1 unit, B 2, C 1 */
+#ifndef LIMIT
+#define LIMIT 3                      /* the goods id's backorderLimit: units owed, at most */
+#endif
+/* the clients: buyers 1-3 (A, B, C); restocks 4 and 5; the cancel of B 6 */
+#define RESTOCK1 4
+#define CANCEL 6
+
+/* the stock database: on hand (the row's level) and the lines */
+short on_hand = 0;
+mtype st[NB];                        /* NONE (not decided yet), BACKORDERED (waiting),
+                                        CONFIRMED (filled), REFUSED, CANCELLED */
+byte fill[NB];                       /* units given to the line (on hand, then arrivals) */
+byte place[NB];                      /* the ledger seq of the commit that decided it */
+byte units_in = 0;                   /* the restocks' units, as their ledger rows say */
+
+#define OWES(o) (st[o] == BACKORDERED -> WANT(o) - fill[o] : 0)
+#define OWED (OWES(0) + OWES(1) + OWES(2))
+#define HAS(o) ((st[o] == BACKORDERED || st[o] == CONFIRMED) -> fill[o] : 0)
+#define WAITS(o) (st[o] == BACKORDERED)
+#define ANY_WAITS (WAITS(0) || WAITS(1) || WAITS(2))
+#define SHARE(a, b) (WAITS(a) && WAITS(b) && place[a] == place[b])
+/* on the holder's decision (its read, less and plus what it decided) */
+#define P_OWES(o) (p_st[o] == BACKORDERED -> WANT(o) - p_fill[o] : 0)
+#define P_OWED (P_OWES(0) + P_OWES(1) + P_OWES(2))
+#ifdef FILL_NEWEST
+#define FIRST(a, b) (p_place[a] > p_place[b])
+#else
+#define FIRST(a, b) (p_place[a] < p_place[b])
+#endif
+
+/* "STEP <the client's name>": the rest of the line is printed after it */
+inline step(me) {
+    printf("STEP ");
+    if
+    :: me < RESTOCK1 -> printf("order %c", 'A' + me - 1)
+    :: me == RESTOCK1 || me == RESTOCK1 + 1 -> printf("restock %d", me - RESTOCK1 + 1)
+    :: me == CANCEL -> printf("cancel of B")
+    fi
+}
+
+/* the lines, as the database has them */
+inline show_lines() {
+    i = 0;
+    do
+    :: i < NB ->
+       if
+       :: st[i] == BACKORDERED ->
+          printf(", %c waits %d/%d (place %d)", 'A' + i, fill[i], WANT(i), place[i])
+       :: st[i] == CONFIRMED -> printf(", %c filled %d/%d (place %d)", 'A' + i, fill[i], WANT(i), place[i])
+       :: st[i] == REFUSED -> printf(", %c refused", 'A' + i)
+       :: st[i] == CANCELLED -> printf(", %c cancelled", 'A' + i)
+       :: else -> skip
+       fi;
+       i++
+    :: else -> break
+    od;
+    i = 0;
+    printf("\n")
+}
+
+/* The invariants, after every commit and at the end. */
+inline balanced() {
+    assert(on_hand >= 0);
+    over_the_limit = (OWED > LIMIT);
+    assert(!over_the_limit);
+    made_or_lost = (units_in != on_hand + HAS(0) + HAS(1) + HAS(2));
+    assert(!made_or_lost);
+    assert(fill[0] <= WANT(0) && fill[1] <= WANT(1) && fill[2] <= WANT(2));
+    two_lines_one_place = (SHARE(0, 1) || SHARE(0, 2) || SHARE(1, 2));
+    assert(!two_lines_one_place);
+    over_the_limit = 0; made_or_lost = 0; two_lines_one_place = 0
+}
+
+/* Fairness, on the commit just made: no line given units (got) while a line of an earlier
+   place still waits. */
+inline fair() {
+    i = 0;
+    do
+    :: i < NB ->
+       j = 0;
+       do
+       :: j < NB ->
+          later_filled_first = (got[j] > 0 && i != j && WAITS(i) && place[i] < place[j]);
+          assert(!later_filled_first);
+          j++
+       :: else -> break
+       od;
+       i++
+    :: else -> break
+    od;
+    i = 0; j = 0; later_filled_first = 0
+}
+
+/* The read under the lock: on hand, the lines, the row's fence and seq. */
+inline read_row() {
+    p_on = on_hand; seen = fence; seen_seq = seq; touched = 0;
+    i = 0;
+    do
+    :: i < NB -> p_st[i] = st[i]; p_fill[i] = fill[i]; p_place[i] = place[i]; got[i] = 0; i++
+    :: else -> break
+    od;
+    i = 0
+}
+
+/* `left` units arriving: to the waiting line of the oldest place first (FILL_NEWEST: the
+   newest), as much as it still wants, then the next; on hand only when no line waits. */
+inline serve_waiting() {
+    do
+    :: left > 0 ->
+       j = NB; i = 0;
+       do
+       :: i < NB ->
+          if
+          :: p_st[i] == BACKORDERED && (j == NB || FIRST(i, j)) -> j = i
+          :: else -> skip
+          fi;
+          i++
+       :: else -> break
+       od;
+       i = 0;
+       if
+       :: j == NB -> p_on = p_on + left; left = 0
+       :: else ->
+          give = WANT(j) - p_fill[j];
+          if :: give > left -> give = left :: else -> skip fi;
+          p_fill[j] = p_fill[j] + give; got[j] = got[j] + give; left = left - give;
+          touched = touched | (1 << j);
+          if :: p_fill[j] == WANT(j) -> p_st[j] = CONFIRMED :: else -> skip fi
+       fi
+    :: else -> break
+    od;
+    j = 0; give = 0
+}
+
+inline arrive() {
+#ifdef FILL_NOT_IN_COMMIT
+    p_on = p_on + left; left = 0   /* on hand: the lines served at the next deduction */
+#else
+    serve_waiting()
+#endif
+}
+
+/* what the decision gives each line, and leaves on hand */
+inline show_got() {
+    i = 0;
+    do
+    :: i < NB -> if :: got[i] > 0 -> printf(", %c gets %d", 'A' + i, got[i]) :: else -> skip fi; i++
+    :: else -> break
+    od;
+    i = 0;
+    printf(", on hand %d\n", p_on)
+}
+
+/* The decision of each client on its read. */
+inline decide(me) {
+    step(me);
+    if
+    :: me < RESTOCK1 ->
+       o = me - 1;
+#ifndef NO_HANDOVER
+       /* a deduction of a goods id with lines waiting: what is on hand is handed to them
+          first (plan's serve_waiting before deduct) */
+       left = p_on; p_on = 0; serve_waiting();
+#endif
+       /* then what on hand has, and the rest backordered within the limit */
+       left = WANT(o);
+       if :: p_on < left -> give = p_on :: else -> give = left fi;
+       left = left - give;
+       if
+       :: left > 0 && P_OWED + left > LIMIT ->
+          printf(" decides: %d more owed over the %d owed is beyond the limit %d, refused",
+                 left, P_OWED, LIMIT);
+          p_st[o] = REFUSED;
+          /* nothing handed over: no row to write */
+          if :: got[0] + got[1] + got[2] == 0 -> answer = REFUSED :: else -> skip fi
+       :: else ->
+          p_on = p_on - give; p_fill[o] = give; got[o] = got[o] + give;
+          p_place[o] = seen_seq + 1;
+          if :: left > 0 -> p_st[o] = BACKORDERED :: else -> p_st[o] = CONFIRMED fi;
+          printf(" decides: takes %d from on hand, backorders %d, place %d", give, left,
+                 p_place[o])
+       fi;
+       touched = touched | (1 << o);
+       left = 0; give = 0;
+       show_got()
+    :: me == RESTOCK1 || me == RESTOCK1 + 1 ->
+       left = 1; arrive();
+       printf(" decides: 1 unit arrives"); show_got()
+    :: me == CANCEL ->
+       /* B's units back (what it was filled; all of them, confirmed): it gives up its place,
+          and what comes back serves the lines waiting (plan's give_back) */
+       left = p_fill[1]; p_fill[1] = 0; p_st[1] = CANCELLED; touched = touched | 2;
+       printf(" decides: B (place %d) is cancelled and gives back %d", p_place[1], left);
+       arrive();
+       show_got()
+    fi
+}
+
+/* One client: its lock hold, its read and decision, maybe a pause, its fenced commit. */
+proctype client(byte me) {
+    byte tok, seen, seen_seq, touched, i, j, o, left, give;
+    short p_on;
+    mtype p_st[NB];
+    byte p_fill[NB], p_place[NB], got[NB];
+    mtype out = NONE, answer = NONE;
+    bool over_the_limit, made_or_lost, two_lines_one_place, later_filled_first;
+end_wait:
+    atomic {
+        /* the cancel once B is backordered or confirmed */
+        (me != CANCEL || st[1] == BACKORDERED || st[1] == CONFIRMED);
+        take_lock(me);
+        read_row();
+        step(me); printf(" takes the lock, token %d: on hand %d, %d owed\n", tok, on_hand, OWED);
+        decide(me)
+    };
+    do
+    :: out != NONE -> break
+    :: holder == me && losses < PAUSES -> pause(me)
+    :: atomic {
+           out == NONE ->
+           /* a refusal, or a cancel with no place to give up, writes no row */
+           if :: answer != NONE -> out = answer :: else -> fenced(me) fi;
+           if
+           :: out == AGAIN -> out = NONE; read_row(); decide(me)
+           :: out == NONE ->
+              /* on hand, the lines decided, and the restock's ledger row: one commit */
+              on_hand = p_on;
+              i = 0;
+              do
+              :: i < NB ->
+                 if
+                 :: touched & (1 << i) -> st[i] = p_st[i]; fill[i] = p_fill[i]; place[i] = p_place[i]
+                 :: else -> skip
+                 fi;
+                 i++
+              :: else -> break
+              od;
+              i = 0;
+              if :: me == RESTOCK1 || me == RESTOCK1 + 1 -> units_in++ :: else -> skip fi;
+              wrote_row();
+              out = DONE;
+              step(me); printf(" commits with token %d: on hand %d, %d owed", tok, on_hand, OWED);
+              show_lines();
+              balanced();
+              fair();
+#ifdef WITNESS_PARTIAL
+              /* not a guard: a probe that a restock fills a line in part, intact */
+              assert(!(me >= RESTOCK1 && me < CANCEL && WAITS(1) && got[1] > 0));
+#endif
+#ifdef WITNESS_QUEUE
+              /* not a guard: a probe that a restock meets two waiting lines and serves the
+                 older (so fairness is not held for want of a queue), intact */
+              assert(!(me >= RESTOCK1 && me < CANCEL
+                       && ((got[0] > 0 && (WAITS(1) || WAITS(2)))
+                           || (got[1] > 0 && (WAITS(0) || WAITS(2)))
+                           || (got[2] > 0 && (WAITS(0) || WAITS(1))))));
+#endif
+#ifdef WITNESS_CANCEL_FILLS
+              /* not a guard: a probe that the units a cancelled line gives back fill a waiting
+                 line in the cancel's commit, intact */
+              assert(!(me == CANCEL && (got[0] > 0 || got[2] > 0)));
+#endif
+           :: out == REFUSED ->
+              /* over the limit: the order refused, no row written */
+              st[o] = REFUSED;
+              step(me); printf(" is refused, nothing written");
+              show_lines()
+           :: else -> step(me); printf(" is answered %e\n", out)
+           fi;
+           /* the hold ends with its commit or its answer: the lock released, in the same step */
+           if
+           :: out != NONE ->
+              release(me); tok = 0; seen = 0; seen_seq = 0; touched = 0; o = 0; p_on = 0; answer = NONE;
+              do
+              :: i < NB -> p_st[i] = NONE; p_fill[i] = 0; p_place[i] = 0; got[i] = 0; i++
+              :: else -> break
+              od;
+              i = 0
+           :: else -> skip
+           fi
+       }
+    od
+}
+
+init {
+    byte i;
+    bool over_the_limit, made_or_lost, two_lines_one_place, units_on_hand_while_a_line_waits;
+    atomic {
+        run client(1); run client(2); run client(3);     /* the buyers */
+        run client(RESTOCK1); run client(RESTOCK1 + 1);   /* the restocks */
+        run client(CANCEL);
+        skip
+    };
+    timeout ->
+    atomic {
+        printf("STEP end: on hand %d, %d owed, %d units in", on_hand, OWED, units_in);
+        show_lines();
+        balanced();
+        units_on_hand_while_a_line_waits = (on_hand > 0 && ANY_WAITS);
+        assert(!units_on_hand_while_a_line_waits)
+    }
+}
+#endif
+
+#ifdef RESERVATIONS
+/* ---------------------------------------------------------------- the reservations world */
+
+#define INIT_LEVEL 3
+#define RES 2                        /* the units the reservation holds */
+/* the clients: the genOrder carrying the reservation id 1 and its retry 2 (one idempotency
+   key); DELETE /reservations/{id} 3 and its retry 4; the elected reconciler 5 */
+#define GEN1 1
+#define DELETE1 3
+#define RECONCILER 5
+
+/* the order database: the reservation's state, whether its units are back, the order made of
+   it (its id is the reservation's: one at most) */
+mtype rstate = NONE;                 /* HELD, then CONSUMED, RELEASED or EXPIRED */
+bool returned = 0;                   /* returned_at: the stock service took the units back */
+bool ordered = 0;
+byte ends = 0;                       /* terminal transitions committed */
+bool deadline = 0;                   /* past expires_at, by the order database's clock */
+/* the stock database: the goods row's level, the reservation's flag's decision */
+short level = 0;
+mtype decision = NONE;               /* DEDUCTED (its units held), then RETURNED */
+byte back = 0;                       /* units the returns of the flag gave back */
+
+/* what the clients were told */
+bool told_consumed = 0;              /* a genOrder: the order */
+bool told_refused = 0;               /* a genOrder: 409 (released, expired, or past its time) */
+bool told_released = 0;              /* a DELETE: released */
+bool told_conflict = 0;              /* a DELETE: 409 (consumed or expired) */
+
+inline step(me) {
+    printf("STEP ");
+    if
+    :: me < DELETE1 -> printf("genOrder (attempt %d)", me - GEN1 + 1)
+    :: me >= DELETE1 && me < RECONCILER -> printf("DELETE (attempt %d)", me - DELETE1 + 1)
+    :: me == RECONCILER -> printf("reconciler (pass %d)", pass)
+    fi
+}
+
+/* The invariants, after every commit and at the end: the first one broken, by its name (the
+   units back twice break the count of units too). */
+inline balanced() {
+    units_back_twice = (back > RES);
+    the_order_s_and_back = (ordered && back > 0);
+    two_ends = (ends > 1);
+    /* the reservation's units counted once: held (its flag deducted) or back on the level */
+    counted_once = (level + (decision == DEDUCTED -> RES : 0) == INIT_LEVEL);
+    if
+    :: units_back_twice -> assert(!units_back_twice)
+    :: else ->
+       if
+       :: the_order_s_and_back -> assert(!the_order_s_and_back)
+       :: else -> assert(!two_ends); assert(counted_once)
+       fi
+    fi;
+    units_back_twice = 0; the_order_s_and_back = 0; two_ends = 0; counted_once = 0
+}
+
+/* The reservation from held to `to`: the compare-and-set of its state, in its own transaction
+   of the order database (`due`: expire only past the deadline, consume only before it, by the
+   transaction's clock). With NO_STATE_CAS (or EXPIRY_NO_CAS, the expiry's) the write is made on
+   the state the route or the page read before (`st0`, held), whatever the state is now. */
+inline move_from_held(to, due) {
+#if defined(NO_STATE_CAS)
+    moved = (st0 == HELD && due);
+#elif defined(EXPIRY_NO_CAS)
+    moved = ((to == EXPIRED -> st0 : rstate) == HELD && due);
+#else
+    moved = (rstate == HELD && due);
+#endif
+    if
+    :: moved ->
+       /* a state written again as it is changes nothing; another one is a second end */
+       if :: rstate != to -> ends++ :: else -> skip fi;
+       step(me); printf(" moves it %e -> %e\n", rstate, to);
+       rstate = to;
+       balanced()
+    :: else -> skip
+    fi
+}
+
+/* PUT /returnStock/{flag}: the flag's units back, under the goods id's lock and the row's
+   fence, and its decision moved deducted -> returned by a compare-and-set (a repeat finds it
+   returned and gives nothing). Then, answered, the reservation's returned_at, set once. No
+   answer (refused by the fence): still owed, the reconciler asks again. */
+inline give_back(me) {
+    atomic {
+        take_lock(me); lv = level; dec = decision; seen = fence; seen_seq = seq;
+        step(me); printf(" asks the return: takes the lock, token %d: level %d, flag %e\n",
+                         tok, lv, dec)
+    };
+    out = NONE;
+    do
+    :: out != NONE -> break
+    :: holder == me && losses < PAUSES -> pause(me)
+    :: atomic {
+           out == NONE ->
+           fenced(me);
+#ifdef WITNESS_STALE
+           /* not a guard: a probe that a return paused past its session is refused by the
+              fence once another return gave the units back, intact */
+           assert(!(out == LOCK_LOST && back > 0));
+#endif
+#ifndef RETURN_NO_CAS
+           /* the decision's compare-and-set deducted -> returned, in the commit */
+           if :: out == NONE && decision != DEDUCTED -> out = SAME :: else -> skip fi;
+#endif
+           if
+           :: out == AGAIN -> out = NONE; lv = level; dec = decision; seen = fence; seen_seq = seq
+           :: out == NONE ->
+              level = lv + RES; back = back + RES; decision = RETURNED;
+              wrote_row();
+              out = DONE;
+              step(me); printf(" returns with token %d: level %d, back %d\n", tok, level, back);
+              balanced()
+           :: out == SAME -> step(me); printf(" finds the flag returned: nothing more\n")
+           :: else -> skip
+           fi;
+           if :: out != NONE -> release(me); tok = 0; seen = 0; seen_seq = 0; lv = 0; dec = NONE
+              :: else -> skip
+           fi
+       }
+    od;
+    atomic {
+        if
+        :: out == DONE || out == SAME ->
+           if :: !returned && (rstate == RELEASED || rstate == EXPIRED) -> returned = 1 :: else -> skip fi
+        :: else -> skip
+        fi
+    }
+}
+
+/* A genOrder carrying the reservation id (reservation_orders.py): the route's read, then the
+   compare-and-set held -> consumed before the deadline and the order, one transaction. A
+   repeat of its key (the other attempt) answers the order the key made. */
+proctype gen_order(byte me) {
+    byte pass;
+    mtype st0;
+    bool moved, units_back_twice, the_order_s_and_back, two_ends, counted_once;
+    atomic {
+        st0 = rstate;
+        step(me); printf(" reads the reservation %e\n", st0);
+        if
+        :: ordered -> told_consumed = 1; step(me); printf(" finds the order of its key\n")
+        :: !ordered && st0 != HELD -> told_refused = 1; step(me); printf(" is refused: %e\n", st0)
+        :: else -> skip
+        fi
+    };
+    if
+    :: !told_consumed && st0 == HELD ->
+       atomic {
+           move_from_held(CONSUMED, !deadline);
+           if
+           :: moved && !ordered -> ordered = 1; told_consumed = 1;
+              step(me); printf(" places the order: the held units are its\n"); balanced()
+           :: moved && ordered -> told_consumed = 1   /* the order's key: the same order */
+           :: !moved && rstate == CONSUMED -> told_consumed = 1;
+              step(me); printf(" finds it consumed by its key: the same order\n")
+           :: !moved && rstate != CONSUMED -> told_refused = 1;
+              step(me); printf(" is refused: %e (past its time: %d)\n", rstate, deadline)
+           fi;
+#ifdef WITNESS_LATE_CONSUME
+           /* not a guard: a probe that a genOrder racing the expiry, which read it held, is
+              refused past its time while it is still held, intact */
+           assert(!(!moved && rstate == HELD && deadline));
+#endif
+#ifdef WITNESS_OWN_KEY
+           /* not a guard: a probe that the genOrder's retry, racing it, finds it consumed by
+              its own key, intact */
+           assert(!(!moved && rstate == CONSUMED));
+#endif
+           skip
+       }
+    :: else -> skip
+    fi
+}
+
+/* DELETE /reservations/{id} (reservations.py's release): the route's read; held, the
+   compare-and-set held -> released; released and its units not back, the return. */
+proctype delete(byte me) {
+    byte tok, seen, seen_seq, pass;
+    short lv;
+    mtype st0, dec, out;
+    bool moved, units_back_twice, the_order_s_and_back, two_ends, counted_once;
+    atomic { st0 = rstate; step(me); printf(" reads the reservation %e\n", st0) };
+    if :: st0 == HELD -> atomic { move_from_held(RELEASED, true) } :: else -> skip fi;
+    if
+    :: rstate == RELEASED && !returned -> give_back(me)
+    :: else -> skip
+    fi;
+    atomic {
+        if
+        :: rstate == RELEASED -> told_released = 1; step(me); printf(" is answered released\n")
+        :: else -> told_conflict = 1; step(me); printf(" is answered 409: %e\n", rstate)
+        fi
+    }
+}
+
+/* The elected reconciler (reservation_passes.py): passes while there is work, each expiring a
+   held reservation past its deadline (the compare-and-set, then the return) and asking the
+   return again of a released or expired one whose units are not back. */
+proctype reconciler(byte me) {
+    byte tok, seen, seen_seq, pass;
+    short lv;
+    mtype st0, dec, out;
+    bool moved, units_back_twice, the_order_s_and_back, two_ends, counted_once;
+    do
+    :: pass < 2 ->
+end_pass:
+       atomic {
+           (deadline && rstate == HELD) || ((rstate == RELEASED || rstate == EXPIRED) && !returned)
+           -> pass++; st0 = rstate;
+           step(me); printf(" reads its pages: the reservation %e\n", st0)
+       };
+       if
+       :: st0 == HELD ->
+          atomic { move_from_held(EXPIRED, deadline) };
+          if :: moved -> give_back(me) :: else -> skip fi
+       :: st0 != HELD && !returned && (rstate == RELEASED || rstate == EXPIRED) -> give_back(me)
+       :: else -> skip
+       fi;
+       moved = 0; st0 = NONE
+    :: else -> break
+    od
+}
+
+/* the deadline passes, at any moment */
+proctype clock() {
+    atomic { deadline = 1; printf("STEP the deadline passes\n") }
+}
+
+init {
+    bool units_back_twice, the_order_s_and_back, two_ends, counted_once;
+    atomic {
+        /* POST /reservations: its flag deducted (held) under the lock, then the row held */
+        level = INIT_LEVEL - RES; decision = DEDUCTED; rstate = HELD; seq = 1;
+        printf("STEP POST /reservations: held, level %d\n", level);
+        run gen_order(GEN1); run gen_order(GEN1 + 1);
+        run delete(DELETE1); run delete(DELETE1 + 1);
+        run reconciler(RECONCILER);
+        run clock()
+    };
+    timeout ->
+    atomic {
+        printf("STEP end: reservation %e, units back %d, level %d, flag %e, order %d\n",
+               rstate, returned, level, decision, ordered);
+        balanced();
+        /* an answer never contradicted by the end */
+        assert(!told_consumed || (rstate == CONSUMED && ordered));
+        assert(!told_refused || !ordered);            /* consumed or refused, never both */
+        assert(!told_released || rstate == RELEASED);
+        assert(!told_conflict || rstate == CONSUMED || rstate == EXPIRED);
+        /* past its deadline, ended; released or expired, its units back (within the
+           reconciler's passes, one holder paused) */
+        assert(!deadline || rstate != HELD);
+        assert(PAUSES > 1 || !(rstate == RELEASED || rstate == EXPIRED) || returned)
+    }
+}
+#endif

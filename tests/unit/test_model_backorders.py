@@ -1,0 +1,208 @@
+"""Run spin on the backorders' and reservations' model (model/backorders.pml): units owed beyond
+on hand within a cap, filled oldest first by the units that arrive, and a reservation ended once
+by its genOrder, its DELETE or its expiry, its units back once. Intact it has no violation, and
+each guard removed yields its counterexample: a later order filled first (newest first, or a
+newcomer taking a restocked unit), units left on hand while a line waits, a lost update, two
+ends of one reservation, units back twice (but NO_HANDOVER, which the fill in the arrival's
+commit covers: expected clean). Needs spin and gcc; missing, this fails (it does not skip).
+About 20 s of CPU."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from inventory.model_backorder_variants import BACKORDER_VARIANTS, MODEL
+from inventory.model_check import Result, Variant, check_all, check_variant
+from inventory.model_map import BACKORDER_ACTIONS, PENDING_BACKORDER_ACTIONS
+from tests.unit.test_model_check import step_index
+from tests.unit.test_model_map import resolve
+
+MODEL_FILE = Path(__file__).resolve().parents[2] / "model" / MODEL
+
+
+@pytest.fixture(scope="module")
+def results() -> dict[str, Result]:
+    return {r.variant: r for r in check_all(variants=BACKORDER_VARIANTS)}
+
+
+def probe(*macros: str) -> Result:
+    """A probe of the intact model: an assertion that fails where the story happens."""
+    return check_variant(Variant(macros[-1], macros, False, "a probe", model=MODEL, optimize=False))
+
+
+@pytest.mark.parametrize(
+    ("world", "at_least"), [("backorders", 300_000), ("reservations", 1_500_000)]
+)
+def test_each_world_intact_has_no_violation(
+    results: dict[str, Result], world: str, at_least: int
+) -> None:
+    intact = results[world]
+    assert intact.completed, "the search ran out of memory: nothing is proved"
+    assert intact.errors == 0, intact.trace
+    # explored, not cut short (0.42 and 2.17 million states when written)
+    assert intact.states > at_least
+
+
+@pytest.mark.parametrize(
+    "variant", [v.name for v in BACKORDER_VARIANTS if v.expect_violation], ids=str
+)
+def test_each_guard_removed_gives_a_counterexample(
+    results: dict[str, Result], variant: str
+) -> None:
+    found = results[variant]
+    assert found.errors > 0, f"{variant}: no counterexample"
+    assert found.violation.startswith("assertion violated")
+    assert found.trace[-1].startswith("VIOLATED")
+    assert len(found.trace) >= 3
+
+
+def test_every_variant_is_as_expected(results: dict[str, Result]) -> None:
+    assert [name for name, r in results.items() if not r.ok] == []
+
+
+def test_each_variant_s_macros_are_the_model_s() -> None:
+    """A macro the model does not know compiles the intact model: an expected-clean variant
+    (NO_HANDOVER) would pass for nothing."""
+    text = MODEL_FILE.read_text()
+    for variant in BACKORDER_VARIANTS:
+        for macro in variant.macros:
+            name = macro.split("=")[0]
+            assert re.search(rf"^#(el)?if.*\b{name}\b", text, re.MULTILINE), (variant.name, name)
+
+
+def _place(trace: list[str], line: str) -> int:
+    _, found = step_index(trace, rf"commits .*{line} waits \d/\d \(place (\d+)\)")
+    return int(found.group(1))
+
+
+def test_newest_first_fills_a_later_line_while_an_earlier_one_waits(
+    results: dict[str, Result],
+) -> None:
+    """A and B wait; a restock's unit goes to the newer line, B, while A (an earlier place,
+    which the unit could serve) still waits."""
+    trace = results["FILL_NEWEST"].trace
+    arrives, served = step_index(trace, r"restock \d decides: 1 unit arrives, ([ABC]) gets 1")
+    later = served.group(1)
+    waits = re.findall(r"([ABC]) waits \d/\d \(place (\d+)\)", trace[arrives + 1])
+    places = dict(waits)
+    assert any(int(p) < int(places[later]) for line, p in places.items() if line != later)
+    assert "later_filled_first" in trace[-1]
+
+
+def test_a_newcomer_takes_a_restocked_unit_while_an_earlier_line_waits(
+    results: dict[str, Result],
+) -> None:
+    """The arrival put on hand, not served in its commit, and a deduction taking it without
+    handing it to the line first: the later order is filled first (spree #7328's kind)."""
+    trace = results["NEWCOMER_FIRST"].trace
+    waiting = _place(trace, "A")
+    on_hand, _ = step_index(trace, r"restock \d commits .*on hand 1, .*A waits")
+    taken, newcomer = step_index(trace, r"order ([BC]) decides: takes 1 from on hand")
+    assert on_hand < taken
+    assert int(re.search(r"place (\d+)", trace[taken]).group(1)) > waiting  # type: ignore[union-attr]
+    assert newcomer.group(1) in "BC"
+    assert "later_filled_first" in trace[-1]
+
+
+def test_arrivals_not_served_in_their_commit_stay_on_hand_while_a_line_waits(
+    results: dict[str, Result],
+) -> None:
+    trace = results["FILL_NOT_IN_COMMIT"].trace
+    end, _ = step_index(trace, r"^end: on hand [1-9]")
+    assert "waits" in trace[end] and end == len(trace) - 2
+    assert "units_on_hand_while_a_line_waits" in trace[-1]
+
+
+def test_an_unfenced_backorder_lands_on_a_read_from_before_another(
+    results: dict[str, Result],
+) -> None:
+    """A holder paused past its session commits on its read after a newer holder's commit:
+    two lines at one place (or units made or lost, or the cap passed)."""
+    trace = results["BACKORDERS_NO_FENCE"].trace
+    paused, _ = step_index(trace, r"is paused past its session")
+    newer, _ = step_index(trace, r"commits with token 2")
+    stale, _ = step_index(trace, r"commits with token 1")
+    assert paused < newer < stale
+    assert re.search(r"two_lines_one_place|made_or_lost|over_the_limit", trace[-1])
+
+
+def test_the_hand_over_alone_is_covered_by_the_fill_in_the_arrival_s_commit(
+    results: dict[str, Result],
+) -> None:
+    covered = results["NO_HANDOVER"]
+    assert covered.completed and covered.errors == 0
+    assert covered.states == results["backorders"].states  # the same world, explored whole
+
+
+def test_without_the_state_s_compare_and_set_a_reservation_ends_twice(
+    results: dict[str, Result],
+) -> None:
+    """Two routes read it held; one moves it, the other writes its own end over it (released
+    then consumed: the units the order's and back)."""
+    trace = results["STATE_NO_CAS"].trace
+    first, _ = step_index(trace, r"moves it HELD -> (CONSUMED|RELEASED|EXPIRED)")
+    second, _ = step_index(trace, r"moves it (CONSUMED|RELEASED|EXPIRED) -> ")
+    assert first < second
+    reads = [i for i, step in enumerate(trace) if "reads the reservation HELD" in step]
+    assert len(reads) >= 2 and reads[1] < first  # both read before the first move
+    assert re.search(r"two_ends|the_order_s_and_back|units_back_twice", trace[-1])
+
+
+def test_an_expiry_on_its_page_s_read_ends_a_released_reservation_again(
+    results: dict[str, Result],
+) -> None:
+    trace = results["EXPIRY_NO_CAS"].trace
+    page, _ = step_index(trace, r"reconciler \(pass \d\) reads its pages: the reservation HELD")
+    moved, _ = step_index(trace, r"(DELETE|genOrder) .* moves it HELD -> ")
+    again, _ = step_index(trace, r"reconciler .* moves it (RELEASED|CONSUMED) -> EXPIRED")
+    assert page < moved < again
+    assert "two_ends" in trace[-1]
+
+
+def test_a_return_served_whatever_the_flag_s_decision_gives_the_units_back_twice(
+    results: dict[str, Result],
+) -> None:
+    trace = results["RETURN_NO_CAS"].trace
+    returns = [i for i, step in enumerate(trace) if re.search(r"returns with token \d", step)]
+    assert len(returns) == 2
+    step_index(trace, r"asks the return: .*flag RETURNED")
+    assert "units_back_twice" in trace[-1]
+
+
+@pytest.mark.parametrize(
+    ("macros", "story"),
+    [
+        (("WITNESS_PARTIAL",), r"restock \d commits .*B waits 1/2"),
+        (("WITNESS_QUEUE",), r"restock \d decides: 1 unit arrives, [ABC] gets 1"),
+        (("WITNESS_CANCEL_FILLS",), r"cancel of B decides: .*gives back [12], [AC] gets 1"),
+        (("RESERVATIONS", "WITNESS_STALE"), r"write is refused by the fence"),
+        (
+            ("RESERVATIONS", "WITNESS_LATE_CONSUME"),
+            r"genOrder .* is refused: HELD \(past its time: 1\)",
+        ),
+        (("RESERVATIONS", "WITNESS_OWN_KEY"), r"genOrder .* finds it consumed by its key"),
+    ],
+    ids=lambda value: value[-1] if isinstance(value, tuple) else "",
+)
+def test_intact_the_stories_happen(macros: tuple[str, ...], story: str) -> None:
+    """Each probe fails in the intact model, so "no violation" covers a line filled in parts, a
+    restock meeting two waiting lines, a cancel's units filling another line, a stale return
+    meeting the fence, a genOrder refused past its time and a retry finding its own order: not
+    a world where they never happen."""
+    witness = probe(*macros)
+    assert witness.errors > 0, f"{macros[-1]}: unreachable"
+    step_index(witness.trace, story)
+
+
+@pytest.mark.parametrize(("action", "path"), sorted(BACKORDER_ACTIONS.items()))
+def test_each_action_of_the_backorders_model_names_a_function_that_exists(
+    action: str, path: str
+) -> None:
+    assert callable(resolve(path)), f"{action}: {path} is not a function"
+
+
+def test_no_action_is_both_mapped_and_pending() -> None:
+    assert not set(BACKORDER_ACTIONS) & set(PENDING_BACKORDER_ACTIONS)
