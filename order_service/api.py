@@ -19,6 +19,8 @@ from order_service.model import (
     OrderRequest,
     StockRejected,
 )
+from order_service.reservation_schemas import OrderConflict
+from order_service.reservations_api import from_reservation
 from order_service.schemas import (
     CancelKeyHeaders,
     IdempotencyHeaders,
@@ -62,17 +64,19 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     "a repeat of a key whose first request still runs",
                 ),
                 409: (
-                    OrderAnswer,
+                    OrderConflict,
                     "FAILED: insufficient stock, or the flag was voided; final: nothing was or "
                     "will be deducted, whatever comes back to the shelf later. "
                     "CANCELLING/CANCELLED: cancelled while it was placed, or its key was "
-                    "cancelled before (POST /cancelOrder)",
+                    "cancelled before (POST /cancelOrder). With a reservationId: the "
+                    "reservation is not held (`refused`: consumed, released, expired, failed, "
+                    "pending), no order",
                 ),
                 404: (
                     ErrorBody,
                     "A repeat of an Idempotency-Key whose order was rejected (unknown goods) "
                     "and removed: nothing was deducted, nothing is kept under the key (sent "
-                    "again, it is placed anew)",
+                    "again, it is placed anew); or an unknown reservationId",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
@@ -80,7 +84,9 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
                     "an Idempotency-Key reused with another body, a `fill` other than all and "
                     "partial, a goods id whose lines name different locations, or a location "
-                    "the stock service has not (`locations` names them); nothing placed",
+                    "the stock service has not (`locations` names them); with a "
+                    "reservationId, lines (or a user, or fill) other than the reservation's; "
+                    "nothing placed",
                 ),
                 503: (
                     OrderUnavailable,
@@ -100,7 +106,11 @@ def order_routes(settings: Settings) -> APIBlueprint:
         except BadFill as exc:
             named: dict[str, Any] = {"goodsIds": exc.goods_ids} if exc.goods_ids else {}
             raise ApiError(422, str(exc), field=exc.field, **named) from exc
-        order_request = OrderRequest(json_data.userId, lines, json_data.payWithinSeconds, fill)
+        order_request = OrderRequest(
+            json_data.userId, lines, json_data.payWithinSeconds, fill, json_data.reservationId
+        )
+        if order_request.reservation_id is not None:  # no second deduction: it was held
+            return placement_answer(from_reservation(order_request, headers_data.idempotency_key))
         try:
             placement = d.flow.place(order_request, headers_data.idempotency_key)
         except IdempotencyKeyReused as exc:

@@ -14,6 +14,10 @@ from order_service.dashboard import dashboard_bp
 from order_service.deps import OrderDeps
 from order_service.flags import FlagWriter
 from order_service.flow import OrderFlow
+from order_service.reservation_orders import ReservationOrders
+from order_service.reservation_store import ReservationStore
+from order_service.reservations import Reservations
+from order_service.reservations_api import reservation_routes
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -74,10 +78,20 @@ def create_app(
         queue_patience=settings.stock_call_budget,
     )
     cancellation = Cancellation(store, stock)
+    reservation_store = ReservationStore(store)
     app.extensions["orders"] = OrderDeps(
-        settings, engine, redis_client, stock, store, flow, cancellation
+        settings,
+        engine,
+        redis_client,
+        stock,
+        store,
+        flow,
+        cancellation,
+        Reservations(reservation_store, stock, batches, redis_client),
+        ReservationOrders(store, reservation_store, flow, cancellation),
     )
     app.register_blueprint(order_routes(settings))
+    app.register_blueprint(reservation_routes(settings))
     app.register_blueprint(dashboard_bp)
     register_error_handlers(app)
     install_request_ids(app)

@@ -9,6 +9,8 @@ from sqlalchemy import Engine
 
 from order_service.cancellation import Cancellation
 from order_service.flow import OrderFlow
+from order_service.reservation_orders import ReservationOrders
+from order_service.reservations import Reservations
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from shared.health import database_ok, redis_ok
@@ -24,6 +26,8 @@ class OrderDeps:
     store: OrderStore
     flow: OrderFlow
     cancellation: Cancellation
+    reservations: Reservations
+    reservation_orders: ReservationOrders
 
     def health(self) -> dict[str, bool]:
         return {

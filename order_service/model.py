@@ -120,6 +120,7 @@ class OrderRequest:
     # it is cancelled and its stock returned.
     pay_within: int | None = None
     fill: Fill = ALL  # partial, and the lines' locations (order_service/fills.py)
+    reservation_id: str | None = None  # made of this reservation (reservation_orders.py)
 
     @property
     def confirmed(self) -> str:
@@ -138,6 +139,8 @@ class OrderRequest:
         if self.pay_within:
             fields["payWithin"] = self.pay_within
         fields.update(self.fill.fingerprint())  # nothing for a plain order
+        if self.reservation_id:
+            fields["reservationId"] = self.reservation_id
         canonical = json.dumps(fields, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()
 

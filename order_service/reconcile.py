@@ -19,6 +19,9 @@ orders failed or were confirmed):
 - AWAITING_PAYMENT past its pay deadline: the hold expired unpaid; it is cancelled and its
   stock returned (order_service/cancellation.py: the expiry and a late pay race on the row, and
   exactly one wins).
+- reservations: pending ones settled, held ones past their expiry expired and their units
+  returned, released or expired ones whose units are still owed returned
+  (order_service/reservation_passes.py);
 - a paid hold whose release the stock service has not acknowledged (hold_release, written by
   the pay; the pay's own call got no answer): sent again (idempotent), so GET /stock's `held`
   does not count it for ever.
@@ -50,6 +53,9 @@ from order_service.model import (
     RECONCILED,
     OrderRow,
 )
+from order_service.reservation_passes import ReservationReport, reconcile_reservations
+from order_service.reservation_store import ReservationStore
+from order_service.reservations import Settlement
 from order_service.settlement import decided_status, failed_because
 from order_service.stock_answers import REJECTED, StockDecision
 from order_service.stock_client import StockClient
@@ -73,6 +79,7 @@ class ReconcileReport:
     retried: list[str] = field(default_factory=list)  # undecided: deducted again, still unknown
     cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
     released: list[str] = field(default_factory=list)  # paid holds' units released
+    reservations: ReservationReport = field(default_factory=ReservationReport)
 
 
 def reconcile(
@@ -112,6 +119,16 @@ def reconcile(
     _pages(store, PENDING, now - older_than, page_size, report, settle)
     _pages(store, CANCELLING, now - older_than, page_size, report, finish_cancel)
     _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True)
+    # Before the paid holds' releases: a pass whose releases fail has settled these first.
+    report.reservations = reconcile_reservations(
+        Settlement(ReservationStore(store), stock),
+        stock,
+        now,
+        older_than,
+        fence,
+        before_write,
+        page_size,
+    )
     for order_id in store.hold_releases(now - HOLD_RELEASE_AGE, page_size):
         report.examined += 1
         if cancellation.release_hold(order_id):

@@ -193,7 +193,7 @@ def lead(
             failures = 0
             log.info(
                 "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
-                "retried=%d unreachable=%d",
+                "retried=%d unreachable=%d reservations_expired=%d",
                 identifier,
                 token,
                 time.time(),
@@ -203,6 +203,7 @@ def lead(
                 len(report.cancelled),
                 len(report.retried),
                 report.unreachable,
+                len(report.reservations.expired),
             )
         stop.wait(settings.reconcile_interval)
 

@@ -85,6 +85,16 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             ),
             WHOLE,
         ] = None  # type: ignore[assignment]
+        reservationId: Annotated[
+            str,
+            Field(
+                pattern=IDENTIFIER_PATTERN,
+                description="a held reservation (POST /reservations) turned into this order "
+                "with no second deduction: the order's id is the reservation's, its lines "
+                "must be the reservation's (else 422); unknown: 404; not held (consumed, "
+                "released, expired, failed): 409",
+            ),
+        ] = None  # type: ignore[assignment]
         # Any value is taken here and judged by the route (order_service/fills.py, fill_of):
         # one other than these two is refused with 422, as the stock service refuses it.
         fill: Annotated[

@@ -11,6 +11,7 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
+    Text,
 )
 
 from shared.db import Timestamp
@@ -95,4 +96,38 @@ hold_release = Table(
     Column("order_id", String(32), primary_key=True),
     Column("created_at", Timestamp, nullable=False),
     Index("ix_hold_release_created", "created_at"),
+)
+
+# Reservations (POST /reservations): units held for a cart under the lock, as a stock-side hold
+# of the reservation's own flag (its id). `state` moves by compare-and-sets only
+# (order_service/reservation_store.py): pending -> held | failed while its deduction is
+# decided, then held -> exactly one of consumed (its order, whose id is the reservation's),
+# released or expired. `returned_at`: when the stock service took a released or expired
+# reservation's units back (null: still owed; the elected reconciler asks again).
+reservations = Table(
+    "reservations",
+    metadata,
+    Column("id", String(32), primary_key=True),
+    Column("user_id", String(64), nullable=True),
+    Column("state", String(16), nullable=False),
+    Column("reason", String(200), nullable=True),
+    Column("ttl_seconds", Integer, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+    Column("updated_at", Timestamp, nullable=False),
+    Column("expires_at", Timestamp, nullable=True),  # set when held: then + ttl_seconds
+    Column("returned_at", Timestamp, nullable=True),
+    # The stock service's `allocations` of its deduction, as JSON text (where each unit is).
+    Column("allocations", Text, nullable=True),
+    # The reconciler pages through the pending and owed ones by age, the held by expiry.
+    Index("ix_reservations_state_updated", "state", "updated_at"),
+    Index("ix_reservations_state_expires", "state", "expires_at"),
+)
+
+reservation_lines = Table(
+    "reservation_lines",
+    metadata,
+    Column("reservation_id", String(32), ForeignKey("reservations.id"), primary_key=True),
+    Column("goods_id", String(64), primary_key=True),
+    Column("num", Integer, nullable=False),
+    Column("location", String(64), nullable=True),  # the line's named location, if any
 )

@@ -32,7 +32,7 @@ from order_service.model import (
     PENDING,
     OrderState,
 )
-from order_service.store import OrderStore
+from order_service.store import OrderStore, OrderWrite
 
 
 class Superseded(Exception):
@@ -222,17 +222,23 @@ def move(
     after."""
     reason = reason and reason[:200]
     with store.writing() as write:
-        if fence is not None and not write.advance_fence(fence.epoch, fence.token):
-            epoch, token = write.fence() or (0, 0)
-            raise Superseded(
-                f"write refused: a newer reconciler leader (epoch {epoch}, token {token}) has "
-                f"written since this one (epoch {fence.epoch}, token {fence.token}) was "
-                "elected; if the lock service was rebuilt, raise RECONCILER_EPOCH"
-            )
+        fenced(write, fence)
         moved = write.compare_and_set(order_id, was, status, reason, due, hold_for, **values)
         if moved and confirmed is not None:
             record(write.conn, [confirmed])
         return moved, write.state(order_id)
+
+
+def fenced(write: OrderWrite, fence: Fence | None) -> None:
+    """The elected reconciler's write: the fence moved up to its pair first, in the write's
+    own transaction; Superseded (nothing written) when a newer leader has written."""
+    if fence is not None and not write.advance_fence(fence.epoch, fence.token):
+        epoch, token = write.fence() or (0, 0)
+        raise Superseded(
+            f"write refused: a newer reconciler leader (epoch {epoch}, token {token}) has "
+            f"written since this one (epoch {fence.epoch}, token {fence.token}) was "
+            "elected; if the lock service was rebuilt, raise RECONCILER_EPOCH"
+        )
 
 
 def settle(

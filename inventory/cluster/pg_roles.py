@@ -20,6 +20,12 @@ RECONCILER_GRANTS = (
     # a paid hold whose release the stock service has not acknowledged: found and, once
     # released, its note removed (order_service/reconcile.py)
     "GRANT SELECT, DELETE ON hold_release TO reconciler",
+    # reservations: a pending one settled (held or failed), a held one expired, the return of
+    # an expired or released one's units recorded; each read back with its lines
+    # (order_service/reservation_passes.py)
+    "GRANT SELECT ON reservations, reservation_lines TO reconciler",
+    "GRANT UPDATE (state, reason, updated_at, expires_at, allocations, returned_at) "
+    "ON reservations TO reconciler",
 )
 # The relays read the outbox and mark its rows sent: no other table, no other column.
 RELAY_GRANTS = ("GRANT SELECT, UPDATE (sent_at) ON stock_outbox TO relay",)

@@ -1,0 +1,133 @@
+"""The elected reconciler's work on reservations (order_service/reconcile.py runs it in each
+pass, before the paid holds' releases). Three kinds, each read in keyset pages, oldest first:
+
+- pending, last moved more than `older_than` ago (one request's whole budget: no POST
+  /reservations of it still runs): its request lost the stock service. Its flag's decision is
+  asked, and made if there is none (order_service/reservations.py, `learn`: voided, or
+  deducted after all): held (its clock starting now) or failed.
+- held past its expires_at: expired by a compare-and-set from `held` whose condition is that
+  expires_at has passed by the writing transaction's clock (a genOrder's consume has the
+  opposite condition, a release none but `held`: exactly one of the three moves it), then its
+  units returned (PUT /returnStock/{id}: exactly what it deducted, once).
+- released or expired whose units are still owed (the release's or the expiry's own return
+  got no answer), last moved more than RETURN_AGE ago: the return asked again (idempotent).
+
+So a held reservation expires, and its units come back, by its expiresAt plus one
+RECONCILE_INTERVAL and the pass's own time, while a reconciler leads and the stock service
+answers (a new leader's election adds its takeover, the lock service's session timeout). Every
+write carries the leader's fence (transitions.fenced): a deposed leader's is refused. Nothing
+here is done on a client's read.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from order_service.reservation_store import (
+    EXPIRED,
+    HELD,
+    OWING,
+    PENDING,
+    Reservation,
+    ReservationStore,
+)
+from order_service.reservations import Reserved, Settlement, learn
+from order_service.stock_client import StockClient
+from order_service.transitions import Fence
+
+log = logging.getLogger(__name__)
+# A release's or an expiry's return is its own call first; the pass asks for those older.
+RETURN_AGE = timedelta(seconds=10)
+EXPIRED_UNUSED = "expired: neither consumed nor released in time"
+
+
+@dataclass
+class ReservationReport:
+    settled: list[str] = field(default_factory=list)  # pending: now held or failed
+    expired: list[str] = field(default_factory=list)
+    returned: list[str] = field(default_factory=list)  # units back (expired or released)
+    unreachable: int = 0
+
+
+def reconcile_reservations(
+    reservations: Settlement,
+    stock: StockClient,
+    now: datetime,
+    older_than: timedelta,
+    fence: Fence | None = None,
+    before_write: Callable[[], None] = lambda: None,
+    page_size: int = 200,
+) -> ReservationReport:
+    """One pass over the reservations (the module's docstring)."""
+    store = reservations.store
+    report = ReservationReport()
+
+    def settle(r: Reservation) -> None:
+        decision = learn(stock, r.id)
+        if decision is None or decision.outcome is None:
+            report.unreachable += 1
+            return
+        before_write()
+        after = reservations.settle(r.id, decision, r.ttl_seconds, fence).reservation
+        if after.state != PENDING:
+            report.settled.append(r.id)
+            log.warning("reservation %s was pending; the stock database says %s", r.id, after.state)
+
+    def returned(r: Reservation, done: Reserved) -> None:
+        if done.unavailable:
+            report.unreachable += 1
+        elif done.reservation.returned_at is not None:
+            report.returned.append(r.id)
+
+    def expire_one(r: Reservation) -> None:
+        before_write()
+        done = expire(reservations, r, fence)
+        if done is not None:
+            report.expired.append(r.id)
+            returned(r, done)
+
+    def give_back(r: Reservation) -> None:
+        before_write()
+        returned(r, reservations.give_back(r, fence))
+
+    _pages(store, (PENDING,), now - older_than, page_size, settle)
+    _pages(store, (HELD,), now, page_size, expire_one, by_expiry=True)
+    _pages(store, OWING, now - RETURN_AGE, page_size, give_back, owing=True)
+    return report
+
+
+def expire(reservations: Settlement, r: Reservation, fence: Fence | None) -> Reserved | None:
+    """A held reservation past its expires_at: expired by the compare-and-set from `held`
+    whose condition is that expires_at has passed (by this transaction's clock), then its
+    units returned (PUT /returnStock/{id}). None: it had moved on (consumed, released, or
+    expired by another pass) or is not due yet, and nothing was done."""
+    moved, after = reservations.store.move(r.id, (HELD,), EXPIRED, EXPIRED_UNUSED, fence, due=True)
+    if not moved or after is None:
+        return None
+    log.info("reservation %s expired", r.id)
+    return reservations.give_back(after, fence)
+
+
+def _pages(
+    store: ReservationStore,
+    states: Collection[str],
+    before: datetime,
+    page_size: int,
+    act: Callable[[Reservation], None],
+    by_expiry: bool = False,
+    owing: bool = False,
+) -> None:
+    after: tuple[datetime, str] | None = None
+    while True:
+        page = store.page(states, before, after, page_size, by_expiry, owing)
+        for reservation in page:
+            act(reservation)
+        if len(page) < page_size:
+            return
+        last = page[-1]
+        stamp = last.expires_at if by_expiry else last.updated_at
+        assert stamp is not None
+        after = (stamp, last.id)

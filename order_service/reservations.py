@@ -1,0 +1,239 @@
+"""Reservations: units held for a cart (POST /reservations), released (DELETE) or turned into
+an order (genOrder's reservationId: order_service/reservation_orders.py), and expired by the
+elected reconciler (order_service/reservation_passes.py).
+
+A reservation is made as genOrder makes an order, with the same steps and guarantees: its row
+committed `pending` (with its lines) before anything else, its id written as the operation flag
+in Redis, then PUT /reduceStock/{id}?hold=true (all or nothing; a line may name its location):
+the reservation's id IS its stock flag, so the stock database's decision table keeps it to one
+deduction whatever the retries, and its units are counted as held (GET /stock's `held`) until
+the order made of it is paid or confirmed, or they come back.
+
+An outcome the request could not learn (no answer, a `duplicate` without rows, a flag Redis
+kept losing) is asked of the stock database (GET /flags/{id}); still undecided, the flag is
+voided on the spot (PUT /voidFlag/{id}: deducted after all, or nothing ever will be). A
+reservation is no sale: its buyer can ask again, so voiding loses nothing a shop keeps, and the
+buyer learns a final answer in the same request. Only when the stock service cannot be reached
+at all is it left `pending` (503, naming it), and the elected reconciler settles it the same
+way once it is older than one request's budget. Nothing is held by a row that is not written,
+and no row says held whose deduction is not decided.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import redis
+
+from order_service.batching import OrderBatches
+from order_service.fills import Fill, filled_from
+from order_service.model import INSUFFICIENT_STOCK, REDIS_UNAVAILABLE, VOIDED, StockRejected
+from order_service.reservation_store import (
+    EXPIRED,
+    FAILED,
+    HELD,
+    PENDING,
+    RELEASED,
+    Reservation,
+    ReservationStore,
+)
+from order_service.stock_answers import REJECTED, StockAnswer, StockDecision
+from order_service.stock_client import StockClient
+from order_service.transitions import Fence
+from shared.contract import Decided, Outcome
+from shared.ids import new_id
+from shared.logs import log_context
+
+log = logging.getLogger(__name__)
+STOCK_SERVICE = "stock service"
+RELEASED_BY_BUYER = "released: by the buyer"
+
+
+class UnknownReservation(LookupError):
+    pass
+
+
+@dataclass(frozen=True)
+class Reserved:
+    """What a reserve or a release came to: the reservation as the write left it, and what to
+    tell about it beyond its state."""
+
+    reservation: Reservation
+    unavailable: str | None = None  # the dependency whose failure decided or left it
+    shortfalls: list[Any] = field(default_factory=list)
+    refused: str | None = None  # a release that did nothing: consumed, expired, failed
+
+
+def learn(stock: StockClient, flag: str) -> StockDecision | None:
+    """The stock database's decision for a reservation's flag, made if there is none: asked
+    (GET /flags), and, undecided, voided (PUT /voidFlag: deducted after all, or voided for
+    good); a deduction is read again for its allocations. None: no answer."""
+    decision = stock.decision(flag)
+    if decision is None or decision.outcome is not None:
+        return decision
+    voided = stock.void(flag)
+    if voided is None or voided.outcome != Decided.DEDUCTED:
+        return voided
+    again = stock.decision(flag)
+    return again if again is not None and again.outcome == Decided.DEDUCTED else voided
+
+
+class Settlement:
+    """What both a request and the elected reconciler do to a reservation: settle a pending
+    one from its flag's decision, give a released or expired one's units back."""
+
+    def __init__(self, store: ReservationStore, stock: StockClient) -> None:
+        self.store = store
+        self.stock = stock
+
+    def get(self, reservation_id: str) -> Reservation:
+        found = self.store.get(reservation_id)
+        if found is None:
+            raise UnknownReservation(reservation_id)
+        return found
+
+    def settle(
+        self, rid: str, decision: StockDecision | None, ttl: int, fence: Fence | None = None
+    ) -> Reserved:
+        """A pending reservation from its flag's decision: deducted -> held (its clock starts
+        now), refused or voided -> failed; undecided or unknown, it stays pending. The
+        reservation after (a release may have moved it first: then as that left it)."""
+        outcome = decision.outcome if decision is not None else None
+        if outcome == Decided.DEDUCTED:
+            assert decision is not None
+            allocations = _allocations(decision.body)
+            moved, after = self.store.move(
+                rid, (PENDING,), HELD, None, fence, hold_for=ttl, allocations=allocations
+            )
+            if moved:
+                log.info("reservation %s held for %d s", rid, ttl)
+        elif outcome == Decided.REFUSED:
+            after = self._fail(rid, INSUFFICIENT_STOCK, fence)
+        elif outcome == Decided.VOIDED:
+            after = self._fail(rid, f"{VOIDED}: its outcome was unknown", fence)
+        else:  # undecided, no answer, or returned (a release took it and gave the units back)
+            after = self.store.get(rid)
+        if after is None:
+            raise UnknownReservation(rid)
+        return Reserved(after)
+
+    def give_back(self, found: Reservation, fence: Fence | None = None) -> Reserved:
+        """A released or expired reservation's units back; no answer: still owed (the
+        elected reconciler asks again)."""
+        decision = self.stock.return_stock(found.id)
+        if decision is None:
+            log.warning(
+                "reservation %s %s: the stock service did not answer", found.id, found.state
+            )
+            return Reserved(found, unavailable=STOCK_SERVICE)
+        returned = decision.outcome == Outcome.RETURNED
+        self.store.returned(
+            found.id, "stock returned" if returned else "nothing was deducted", fence
+        )
+        log.info("reservation %s %s: units back", found.id, found.state)
+        return Reserved(self.store.get(found.id) or found)
+
+    def _fail(self, rid: str, reason: str, fence: Fence | None = None) -> Reservation:
+        _, after = self.store.move(rid, (PENDING,), FAILED, reason, fence)
+        if after is None:
+            raise UnknownReservation(rid)
+        return after
+
+
+class Reservations(Settlement):
+    """POST and DELETE /reservations (a genOrder's consume: reservation_orders.py)."""
+
+    def __init__(
+        self,
+        store: ReservationStore,
+        stock: StockClient,
+        batches: OrderBatches,
+        redis_client: redis.Redis,
+    ) -> None:
+        super().__init__(store, stock)
+        self.batches = batches
+        self.redis = redis_client
+
+    def reserve(
+        self, user_id: str | None, lines: Mapping[str, int], fill: Fill, ttl: int
+    ) -> Reserved:
+        """Hold `lines` for `ttl` seconds from the deduction's confirmation: all or nothing."""
+        rid = new_id()
+        log_context(flag=rid, order_id=rid)
+        self.store.create(rid, user_id, lines, fill.locations, ttl)
+        if not self.batches.write_flags([rid]):
+            # No flag, so no stock call: nothing was or will be deducted under it.
+            why = f"{REDIS_UNAVAILABLE}: the flag was not written"
+            return Reserved(self._fail(rid, why), unavailable="redis")
+        fills = {} if fill.plain else {rid: fill}
+        wanted = {rid: dict(lines)}
+        answer = self.batches.call_stock(wanted, holds=frozenset({rid}), fills=fills)[rid]
+        body = answer.body if isinstance(answer.body, dict) else {}
+        if answer.outcome == Outcome.DEDUCTED and _matches(lines, body.get("flows")):
+            return self.settle(rid, StockDecision(Decided.DEDUCTED, body["flows"], body), ttl)
+        if answer.outcome == Outcome.INSUFFICIENT:
+            shortfalls = list(body.get("shortfalls") or [])
+            return Reserved(self._fail(rid, INSUFFICIENT_STOCK), shortfalls=shortfalls)
+        if answer.outcome == REJECTED:
+            raise self.undo_rejected(rid, answer)
+        unavailable = "redis" if answer.outcome == Outcome.UNKNOWN_FLAG else STOCK_SERVICE
+        decision = learn(self.stock, rid)
+        deducted = decision is not None and decision.outcome == Decided.DEDUCTED
+        if deducted and decision and not _matches(lines, decision.flows):  # never guessed
+            log.error("reservation %s: flows %s", rid, decision.deducted_lines())
+            return Reserved(self.get(rid), unavailable=unavailable)
+        after = self.settle(rid, decision, ttl).reservation
+        # A final answer needs no dependency named: held, refused for lack of stock, or
+        # released meanwhile by its buyer. Voided or still pending: the dependency's fault.
+        final = after.state in (HELD, RELEASED) or after.reason == INSUFFICIENT_STOCK
+        return Reserved(after, None if final else unavailable)
+
+    def release(self, reservation_id: str) -> Reserved:
+        """DELETE: pending (its outcome unknown) or held before its expiresAt -> released, a
+        compare-and-set; then its units back (PUT /returnStock: exactly what the flag
+        deducted, once, or the flag voided if nothing was). A repeat answers released and
+        returns nothing twice; a consumed, expired or failed one is refused, and so is one
+        held past its expiresAt: from then on it can only expire, as a consume is refused."""
+        found = self.get(reservation_id)
+        if found.state == PENDING:
+            _, after = self.store.move(reservation_id, (PENDING,), RELEASED, RELEASED_BY_BUYER)
+            found = after or found
+        if found.state == HELD:
+            _, after = self.store.move(
+                reservation_id, (HELD,), RELEASED, RELEASED_BY_BUYER, due=False
+            )
+            found = after or found
+        if found.state == RELEASED:
+            return self.give_back(found) if found.returned_at is None else Reserved(found)
+        return Reserved(found, refused=EXPIRED if found.state == HELD else found.state)
+
+    def undo_rejected(self, rid: str, answer: StockAnswer) -> StockRejected:
+        """Unknown goods or locations: nothing of the reservation is kept (unless a release
+        took it meanwhile), its flag deleted; nothing could be deducted for it."""
+        if not self.store.remove_pending(rid):
+            log.info("reservation %s was rejected after a release took it", rid)
+        try:
+            self.redis.delete(rid)
+        except redis.RedisError:
+            log.warning("could not delete flag %s of a rejected reservation", rid)
+        body = answer.body if isinstance(answer.body, dict) else {}
+        unknown = body.get("goodsIds")
+        places = body.get("locations") if unknown is None else None
+        return StockRejected(
+            str(body.get("error") or "rejected by the stock service"),
+            list(unknown) if unknown is not None else None,
+            list(places) if places is not None else None,
+        )
+
+
+def _matches(lines: Mapping[str, int], flows: Any) -> bool:
+    """The flows are exactly the reservation's lines (all or nothing)."""
+    return filled_from(lines, flows, False) is not None
+
+
+def _allocations(body: Any) -> list[dict[str, Any]]:
+    found = body.get("allocations") if isinstance(body, dict) else None
+    return [a for a in found if isinstance(a, dict)] if isinstance(found, list) else []
