@@ -46,7 +46,7 @@ from order_service.reservation_store import (
 from order_service.reservations import UnknownReservation
 from order_service.store import OrderStore
 from shared.logs import log_context
-from shared.metrics import ORDERS
+from shared.metrics import ORDERS, RESERVATIONS
 
 log = logging.getLogger(__name__)
 RESERVED = "reserved"  # the reason code of an order made of a reservation
@@ -99,6 +99,7 @@ class ReservationOrders:
                 raise
             return self.flow.replay(existing, request)
         ORDERS.labels(state.status, RESERVED).inc()
+        RESERVATIONS.labels(CONSUMED).inc()
         log.info("reservation %s consumed: order %s", rid, state.status)
         if state.status != AWAITING_PAYMENT:  # sold: its units are no longer held
             self.cancellation.release_hold(rid)

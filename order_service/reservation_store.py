@@ -35,6 +35,7 @@ from order_service.store import DB, OrderStore, OrderWrite
 from order_service.tables import reservation_lines, reservations
 from order_service.transitions import Fence, fenced
 from shared.db import transaction
+from shared.metrics import RESERVATIONS
 
 PENDING, HELD, FAILED = "pending", "held", "failed"
 CONSUMED, RELEASED, EXPIRED = "consumed", "released", "expired"
@@ -153,7 +154,10 @@ class ReservationStore:
             moved = compare_and_set(
                 write.conn, reservation_id, was, to, reason, write.stamp, due, **values
             )
-            return moved, read(write.conn, reservation_id)
+            after = read(write.conn, reservation_id)
+        if moved:
+            RESERVATIONS.labels(to).inc()
+        return moved, after
 
     def returned(self, reservation_id: str, what: str, fence: Fence | None = None) -> bool:
         """A released or expired reservation's units are back (or its flag voided: nothing

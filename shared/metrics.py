@@ -48,6 +48,11 @@ STOCK_CALL_RETRIES = Counter(
 CONFIRMATION_POLLS = Counter(
     "confirmation_polls_total", "Reads of the stock flow to confirm an order"
 )
+RESERVATIONS = Counter(
+    "reservations_total",
+    "Reservations moved, by the state they moved to (held, failed, consumed, released, expired)",
+    ["state"],
+)
 # The stock service.
 DEDUCTIONS = Counter("deductions_total", "reduceStock requests decided, by outcome", ["outcome"])
 LOCK_WAIT = Histogram(

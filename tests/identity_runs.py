@@ -37,7 +37,13 @@ from order_service import reconciler
 from order_service.flags import FlagWriter
 from order_service.flow import OrderFlow
 from order_service.stock_answers import StockAnswer, StockDecision
-from order_service.tables import hold_release, order_details, orders
+from order_service.tables import (
+    hold_release,
+    order_details,
+    orders,
+    reservation_lines,
+    reservations,
+)
 from order_service.transitions import Fence
 from shared.contract import Decided, Outcome
 from shared.errors import DependencyUnavailable
@@ -171,10 +177,15 @@ class _Stock:
     """The stock service's answers (HTTP is not an identity of the cluster's stores): an
     undecided order, deducted again, then voided; a cancel's return; a hold's release."""
 
-    def __init__(self) -> None:
+    def __init__(self, partial: str = "") -> None:
         self.asked: set[str] = set()
+        self.partial = partial  # a partial order's flag, decided deducted: 1 of its 2 units
 
     def decision(self, flag: str) -> StockDecision:
+        if flag == self.partial:
+            flows = [{"goodsId": "g", "num": 1}]
+            where = [{"goodsId": "g", "location": "north", "num": 1}]
+            return StockDecision(Decided.DEDUCTED, flows, {"allocations": where})
         seen = flag in self.asked
         self.asked.add(flag)
         return StockDecision(Decided.VOIDED if seen else None, [])
@@ -192,10 +203,14 @@ class _Stock:
         return True
 
 
-def seed_orders(owner: Engine, settings: Settings) -> None:
+def seed_orders(owner: Engine, settings: Settings) -> str:
     """One order of each kind a pass settles, written as the order service's role: PENDING
     past the reconciler's age (and within RECONCILE_VOID_AFTER: deducted again), CANCELLING,
-    a hold past its deadline, and a paid hold whose release is still to send."""
+    a hold past its deadline, and a paid hold whose release is still to send; and a
+    reservation of each kind a pass settles: pending past the same age (its flag voided:
+    failed), held past its expiry (expired, its units returned); and a PENDING partial order
+    whose flag was deducted, confirmed with what each line filled and where (its id
+    returned)."""
     now = datetime.now(UTC).replace(tzinfo=None)
     old = now - timedelta(seconds=settings.reconcile_age() + 5)
     ids = [new_id() for _ in range(4)]
@@ -212,17 +227,41 @@ def seed_orders(owner: Engine, settings: Settings) -> None:
             [{"id": new_id(), "order_id": i, "goods_id": "g", "goods_num": 1} for i in ids],
         )
         conn.execute(insert(hold_release), [{"order_id": ids[3], "created_at": old}])
+        partial = new_id()
+        conn.execute(
+            insert(orders),
+            [
+                {"id": partial, "user_id": "u", "status": "PENDING", "fill_mode": "partial"}
+                | {"created_at": old, "updated_at": old}
+            ],
+        )
+        conn.execute(
+            insert(order_details),
+            [{"id": new_id(), "order_id": partial, "goods_id": "g", "goods_num": 2}],
+        )
+        held = {"state": "held", "expires_at": now - timedelta(seconds=1)}
+        kinds: list[dict[str, Any]] = [{"state": "pending", "expires_at": None}, held]
+        kept = [
+            {"id": new_id(), "ttl_seconds": 60, "created_at": old, "updated_at": old} | k
+            for k in kinds
+        ]
+        conn.execute(insert(reservations), kept)
+        conn.execute(
+            insert(reservation_lines),
+            [{"reservation_id": r["id"], "goods_id": "g", "num": 1} for r in kept],
+        )
+    return partial
 
 
 def reconciler_pass(settings: Settings, owner: Engine, capture: Any) -> Any:
     """One pass of the elected reconciler, built as reconciler.serve builds it."""
-    seed_orders(owner, settings)
+    partial = seed_orders(owner, settings)
     parts = reconciler.Parts.of(settings, "reconciler")
     watched = capture(parts.store.engine)
     with watched.refusals():
         reconciling.reconcile(
             parts.store,
-            cast(Any, _Stock()),
+            cast(Any, _Stock(partial)),
             timedelta(seconds=settings.reconcile_age()),
             fence=Fence(settings.reconciler_epoch, 1),
             flags=parts.flags,
