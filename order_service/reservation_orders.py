@@ -88,12 +88,16 @@ class ReservationOrders:
         found = self.reservations.get(rid)
         if found is None:
             raise UnknownReservation(rid)
-        if found.state != HELD:
-            raise ReservationRefused(found, found.state)
-        same_lines(found, request)
         try:
+            if found.state != HELD:
+                raise ReservationRefused(found, found.state)
+            same_lines(found, request)
             state, filled = self.consume(found, request, idempotency_key)
-        except IntegrityError:  # its key was taken meanwhile: nothing of this one written
+        except (IntegrityError, ReservationRefused):
+            # Its key was taken meanwhile (nothing of this one written), or the reservation
+            # was consumed since the key was looked up: by this key's own first attempt,
+            # whose order this repeat answers, as genOrder answers a repeat (found by the
+            # model: a repeat racing its first attempt was refused).
             existing = self.orders.by_idempotency_key(idempotency_key or "")
             if existing is None:
                 raise

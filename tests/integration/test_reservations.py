@@ -162,6 +162,23 @@ def test_a_repeat_of_the_orders_key_answers_the_same_order(services: Services) -
     assert stock_of(s, goods) == (3, 0)
 
 
+def test_an_order_and_its_repeat_racing_both_answer_the_one_order(services: Services) -> None:
+    """Sent at once with one key: whichever consumes the reservation, the other finds it
+    consumed by its own key's order and answers that order, never a 409."""
+    s = services
+    for _ in range(5):
+        goods, key = unique(), {"Idempotency-Key": unique("key")}
+        rid = held(s, goods)
+        body = {"userId": "u1", "items": [{"goodsId": goods, "num": 2}], "reservationId": rid}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            answers = list(
+                pool.map(lambda _: s.order.post("/genOrder", json=body, headers=key), range(2))
+            )
+        assert [a.status_code for a in answers] == [200, 200], [a.json for a in answers]
+        assert {a.json["orderId"] for a in answers} == {rid}
+        assert stock_of(s, goods) == (3, 0) and len(s.flows(flag=rid)) == 1
+
+
 def test_a_release_returns_the_units_once_and_a_repeat_answers_the_same(
     services: Services,
 ) -> None:
