@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -145,14 +146,20 @@ def relay_round(settings: Settings, owner: Engine, engine: Engine, prefix: str) 
         )
         ids = {int(r.id) for r in found}
     client = make_redis(settings.redis_url)
-    with refusable():
-        relay.publish_pending(
-            engine,
-            client,
-            settings.stock_events_stream,
-            settings.stock_events_maxlen,
-            min_replicas=settings.stock_events_min_replicas,
-        )
+    # Rounds until one publishes, as the relay tries again after a failed round: on a loaded
+    # machine the replica may not answer the round's WAIT probe (100 ms) in time, and the
+    # round then sends nothing (NotReplicated) and leaves the rows for the next.
+    for _attempt in range(10):
+        with refusable():
+            if relay.publish_pending(
+                engine,
+                client,
+                settings.stock_events_stream,
+                settings.stock_events_maxlen,
+                min_replicas=settings.stock_events_min_replicas,
+            ):
+                break
+        time.sleep(0.2)
     client.close()
     return ids
 
