@@ -19,6 +19,7 @@ import random
 import time
 from typing import Protocol
 
+from inventory.chaos import locations
 from inventory.chaos.history import UNKNOWN, Op
 
 HOLD_SECONDS = 5  # a hold's time to pay: short, so expiries happen during the run
@@ -46,9 +47,19 @@ def scarce_intent(rng: random.Random) -> str:
     return "none" if rng.random() < 0.8 else "pay"
 
 
-def order_body(key: str, lines: dict[str, int], intent: str) -> bytes:
-    items = [{"goodsId": g, "num": n} for g, n in lines.items()]
+def order_body(
+    key: str,
+    lines: dict[str, int],
+    intent: str,
+    fill: str | None = None,
+    named: dict[str, str] | None = None,
+) -> bytes:
+    """genOrder's body; `fill` and the lines' locations (`named`) only for an order of the
+    located goods that asks for them (locations.py): the others' bodies are as they were."""
+    items = locations.items(lines, named or {})
     body: dict[str, object] = {"userId": key.split("-")[-2], "items": items}
+    if fill is not None:
+        body["fill"] = fill
     if intent in ("pay", "expire"):
         body["payWithinSeconds"] = HOLD_SECONDS
     return json.dumps(body).encode()

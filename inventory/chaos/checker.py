@@ -26,11 +26,11 @@ A check that could not be evaluated (a database unreachable after the heal) is `
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine
 
 from inventory.chaos.history import Op
 from inventory.chaos.history_checks import (
@@ -39,13 +39,14 @@ from inventory.chaos.history_checks import (
     one_order_per_key,
     refused_is_failed,
 )
+from inventory.chaos.ledger_checks import fences_never_go_back
+from inventory.chaos.location_checks import location_verdicts
 from inventory.chaos.verdict import (
     COUNTED,
     UNKNOWN,
     VALID,
     VIOLATED,
     Verdict,
-    violated_if,
 )
 from inventory.check import (
     Snapshot,
@@ -55,7 +56,6 @@ from inventory.check import (
     refused_for_lack_of_stock,
 )
 from order_service.model import RECONCILED
-from stock_service.tables import stock, stock_flow
 
 __all__ = [
     "COUNTED",
@@ -78,38 +78,6 @@ __all__ = [
     "refused_is_failed",
     "settled_by_the_cluster",
 ]
-
-
-def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
-    like = f"{prefix}%"
-    with stock_engine.connect() as conn:
-        flows = conn.execute(
-            select(stock_flow.c.goods_id, stock_flow.c.fence, stock_flow.c.id)
-            .where(stock_flow.c.goods_id.like(like), stock_flow.c.fence.is_not(None))
-            .order_by(stock_flow.c.goods_id, stock_flow.c.created_at, stock_flow.c.fence)
-        ).all()
-        found = conn.execute(
-            select(stock.c.goods_id, stock.c.fence).where(stock.c.goods_id.like(like))
-        )
-        rows = {goods_id: fence for goods_id, fence in found}
-    bad: list[str] = []
-    newest: dict[str, int] = {}
-    for goods_id, fence, flow_id in flows:
-        if fence < newest.get(goods_id, fence):
-            bad.append(f"{goods_id}: flow {flow_id} token {fence} after {newest[goods_id]}")
-        newest[goods_id] = max(fence, newest.get(goods_id, fence))
-    bad += [
-        f"{g}: row token {rows.get(g)} < flow token {t}"
-        for g, t in newest.items()
-        if rows.get(g) is not None and rows[g] < t
-    ]
-    return Verdict(
-        "H4",
-        "fencing tokens never go backwards",
-        violated_if(bad),
-        f"{len(flows)} fenced flows on {len(newest)} goods ids; {len(bad)} out of order",
-        bad[:20],
-    )
 
 
 def liveness(recovered_after: float | None, bound: float) -> Verdict:
@@ -230,9 +198,12 @@ def check_run(
     liveness_verdict: Verdict,
     settlement_verdict: Verdict | None = None,
     lost: dict[str, str] | None = None,
+    places: Mapping[str, tuple[int, bool]] | None = None,
+    figures: dict[str, Any] | None = None,
 ) -> list[Verdict]:
     """The verdicts; `lost`, when given, is filled with the lost sales (lost_orders), which the
-    report counts per fault window."""
+    report counts per fault window. `places`: the locations the run set, for L1-L5
+    (location_checks.py), whose figures fill `figures`."""
     verdicts = []
     # The stock database read in one snapshot: the reconcilers still expire holds while the
     # run checks, and a return committed between the read of the levels and that of the
@@ -266,6 +237,11 @@ def check_run(
             verdicts.append(check())
         except Exception as exc:
             verdicts.append(Verdict("?", check.__name__, UNKNOWN, f"{type(exc).__name__}: {exc}"))
+    if places is not None:
+        found, numbers = location_verdicts(consistent, prefix, snap, places)
+        verdicts += found
+        if figures is not None:
+            figures.update(numbers)
     verdicts.append(liveness_verdict)
     if settlement_verdict is not None:
         verdicts.append(settlement_verdict)

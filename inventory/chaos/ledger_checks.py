@@ -4,6 +4,9 @@ HA  an adjustment's answer holds: one answered 201 has exactly one ledger entry 
     `reference`) with the delta, seq and level after it was told; one refused (409 stale or
     below zero, any 4xx) has none; one with no answer or a 5xx has at most one; no entry of the
     run's references that the operator did not send;
+H4  fencing tokens never go backwards: per goods id, flows in commit order carry non-decreasing
+    tokens, and the row's token is at least its newest flow's (checker.py says it with the
+    others);
 I10 the stock events a consumer got through the faults (stream_consumer.py): every outbox row of
     the run's goods exactly once after dropping repeats, in ledger order per goods id, the
     levels replaying to the final ones (inventory/check/events.py, the same check as
@@ -23,7 +26,7 @@ from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.chaos.verdict import UNKNOWN, VALID, VIOLATED, Verdict, violated_if
 from inventory.check.events import check_events
 from inventory.check.events_source import read_outbox, wait_until_sent
-from stock_service.tables import stock_adjustment
+from stock_service.tables import stock, stock_adjustment, stock_flow
 
 SEND_WAIT = 60.0  # seconds the relays get to send the run's last rows after the settlement
 RECEIVE_WAIT = 30.0  # and the consumer to receive them
@@ -135,4 +138,36 @@ def events_received(consumer: StreamConsumer, stock_engine: Engine, prefix: str)
         VALID if result.ok and not lost else VIOLATED,
         detail,
         examples[:20],
+    )
+
+
+def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
+    like = f"{prefix}%"
+    with stock_engine.connect() as conn:
+        flows = conn.execute(
+            select(stock_flow.c.goods_id, stock_flow.c.fence, stock_flow.c.id)
+            .where(stock_flow.c.goods_id.like(like), stock_flow.c.fence.is_not(None))
+            .order_by(stock_flow.c.goods_id, stock_flow.c.created_at, stock_flow.c.fence)
+        ).all()
+        found = conn.execute(
+            select(stock.c.goods_id, stock.c.fence).where(stock.c.goods_id.like(like))
+        )
+        rows = {goods_id: fence for goods_id, fence in found}
+    bad: list[str] = []
+    newest: dict[str, int] = {}
+    for goods_id, fence, flow_id in flows:
+        if fence < newest.get(goods_id, fence):
+            bad.append(f"{goods_id}: flow {flow_id} token {fence} after {newest[goods_id]}")
+        newest[goods_id] = max(fence, newest.get(goods_id, fence))
+    bad += [
+        f"{g}: row token {rows.get(g)} < flow token {t}"
+        for g, t in newest.items()
+        if rows.get(g) is not None and rows[g] < t
+    ]
+    return Verdict(
+        "H4",
+        "fencing tokens never go backwards",
+        violated_if(bad),
+        f"{len(flows)} fenced flows on {len(newest)} goods ids; {len(bad)} out of order",
+        bad[:20],
     )

@@ -30,6 +30,7 @@ from inventory.chaos import (
     history,
     intruder,
     late_attempts,
+    locations,
     nemesis,
     report,
     slow_attempts,
@@ -187,6 +188,7 @@ def _under_load(
         )
         say(f"{load.now():6.1f} s  {settled.describe()}")
         lost: dict[str, str] = {}
+        placed: dict[str, Any] = {}  # the located goods' figures (location_checks.py)
         verdicts = checker.check_run(
             load.ops,
             order_engine,
@@ -196,6 +198,8 @@ def _under_load(
             checker.liveness(recovered, config.liveness_bound),
             checker.settled_by_the_cluster(settled),
             lost,
+            locations.places() if goods.located else None,
+            placed,
         )
         if "intruder" in config.faults:
             verdicts.append(intruder.verdict(ha_faults.attempts))
@@ -217,6 +221,8 @@ def _under_load(
             late_figures.append(numbers)
         say(f"{load.now():6.1f} s  checking the adjustments and the stock events the consumer got")
         verdicts += side.check(stock_engine)
+        if goods.located:
+            say(f"{load.now():6.1f} s  {_locations_said(placed, side.summary()['transfers'])}")
     finally:
         order_engine.dispose()
         stock_engine.dispose()
@@ -236,6 +242,8 @@ def _under_load(
         "lost_sales_unattributed": report.unattributed_lost(load.ops, lost),
         "not_available": nemesis.not_available(),
         **side.summary(),
+        "located_orders": placed.get("orders", {}),
+        "split_lines": placed.get("splits"),
     }
     if "intruder" in config.faults:
         summary["intruder"] = intruder.summary(ha_faults.attempts)
@@ -246,6 +254,18 @@ def _under_load(
     side.write(config.folder)
     report.write(config.folder, summary, table, verdicts, windows, load.ops)
     return {**summary, "table": table, "verdicts": verdicts}
+
+
+def _locations_said(placed: dict[str, Any], moved: dict[str, Any]) -> str:
+    orders = placed.get("orders", {})
+    return (
+        f"locations: transfers {moved['sent']} sent, {moved['received']} received, "
+        f"{moved['cancelled']} cancelled, {moved['in_transit']} in transit ({moved['requests']} "
+        f"requests: {moved['repeats']} repeats, {moved['retries']} retries); orders naming a "
+        f"location {orders.get('named', 0)}, partial {orders.get('partial', 0)} "
+        f"({orders.get('partly_filled', 0)} partly filled, {orders.get('partial_refused', 0)} "
+        f"refused); {placed.get('splits', 0)} lines split across locations"
+    )
 
 
 def _probe(prefix: str, bound: float, admin: dict[str, str]) -> float | None:

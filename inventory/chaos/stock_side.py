@@ -1,9 +1,10 @@
 """What a chaos run does on the stock side besides the buyers: it opens a consumer of
 the stock events before anything of the run is written, seeds the run's goods (each seed an
-adjustment of reason `set`) with low-stock thresholds on the hot ones, runs the stock keeper
-(restocks.py) beside the buyers, and after the settlement judges the adjustments (HA) and the
-events the consumer got (I10), from the stream and, after an interruption, from the stock
-database (catch_up.py)."""
+adjustment of reason `set`; the located goods at each of the run's three locations,
+locations.py) with low-stock thresholds on the hot ones, runs the stock keeper (restocks.py)
+and the mover of the located goods (transfers.py) beside the buyers, and after the settlement
+judges the adjustments (HA), the transfers' answers (LT) and the events the consumer got
+(I10), from the stream and, after an interruption, from the stock database (catch_up.py)."""
 
 from __future__ import annotations
 
@@ -15,9 +16,10 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine
 
-from inventory.chaos import catch_up, ledger_checks, restocks
-from inventory.chaos.restocks import StockKeeper
+from inventory.chaos import catch_up, ledger_checks, location_checks, locations, restocks, transfers
+from inventory.chaos.restocks import Adjust, StockKeeper
 from inventory.chaos.stream_consumer import StreamConsumer
+from inventory.chaos.transfers import Mover
 from inventory.chaos.verdict import Verdict
 from inventory.chaos.workload import Goods, Workload
 from inventory.cluster import topology
@@ -33,6 +35,8 @@ class StockSide:
     seed: int = 1
     consumer: StreamConsumer | None = None
     keeper: StockKeeper | None = None
+    mover: Mover | None = None  # the located goods' transfers and restocks (transfers.py)
+    transfers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # read by check()
     verdicts: list[Verdict] = field(default_factory=list)
 
     def open(self) -> None:
@@ -50,7 +54,9 @@ class StockSide:
         headers = self.state.admin_headers()
         with httpx.Client(base_url=topology.STOCK_URL, timeout=10, headers=headers) as client:
             for goods_id, level in self.goods.levels.items():
-                client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
+                if goods_id not in self.goods.located:  # seeded at their locations below
+                    client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
+            locations.set_up(client, self.goods.located)
             for goods_id in self.goods.hot:
                 answer = client.put(f"/stock/{goods_id}/threshold", json={"lowStock": LOW_STOCK})
                 answer.raise_for_status()
@@ -70,10 +76,29 @@ class StockSide:
             seed=self.seed,
         )
         self.keeper.start()
+        self.mover = Mover(
+            topology.VIP,
+            topology.LB_STOCK_PORT,
+            self.state.admin_headers(),
+            self.goods.prefix,
+            hot=[],
+            others=[],
+            clock=load,
+            seed=self.seed,
+            located=list(self.goods.located),
+        )
+        self.mover.start()
 
     def stop_keeper(self) -> None:
-        if self.keeper is not None:
-            self.keeper.stop()
+        for operator in (self.keeper, self.mover):
+            if operator is not None:
+                operator.stop()
+
+    @property
+    def adjustments(self) -> list[Adjust]:
+        """The keeper's adjustments and the mover's restocks, in the order they were sent."""
+        ops = [*(self.keeper.ops if self.keeper else []), *(self.mover.ops if self.mover else [])]
+        return sorted(ops, key=lambda op: op.invoke)
 
     def check(self, stock_engine: Engine) -> list[Verdict]:
         """After the settlement: HA, then I10 (which waits for the relays and the consumer)."""
@@ -81,11 +106,19 @@ class StockSide:
         prefix = self.goods.prefix
         try:
             entries = ledger_checks.read_entries(stock_engine, prefix)
-            self.verdicts.append(ledger_checks.adjustments_hold(self.keeper.ops, entries))
+            self.verdicts.append(ledger_checks.adjustments_hold(self.adjustments, entries))
         except Exception as exc:
             self.verdicts.append(
                 Verdict("HA", "adjustments", "unknown", f"{type(exc).__name__}: {exc}")
             )
+        if self.goods.located:
+            moves = self.mover.moves if self.mover else []
+            try:
+                self.transfers = location_checks.read_transfers(stock_engine, prefix)
+                self.verdicts.append(location_checks.transfers_hold(moves, self.transfers))
+            except Exception as exc:
+                failed = Verdict("LT", "transfers", "unknown", f"{type(exc).__name__}: {exc}")
+                self.verdicts.append(failed)
         self.verdicts.append(ledger_checks.events_received(self.consumer, stock_engine, prefix))
         return self.verdicts
 
@@ -95,9 +128,12 @@ class StockSide:
             self.consumer.stop()
 
     def summary(self) -> dict[str, Any]:
-        ops = self.keeper.ops if self.keeper else []
+        ops = self.adjustments
         received = self.consumer.received() if self.consumer else []
+        moves = self.mover.moves if self.mover else []
+        transfers = location_checks.transfer_figures(moves, self.transfers)
         return {
+            "transfers": transfers,
             "adjustments": {
                 "sent": len(ops),
                 "made": sum(1 for op in ops if op.status == 201),
@@ -117,4 +153,5 @@ class StockSide:
         }
 
     def write(self, folder: Path) -> None:
-        restocks.write(self.keeper.ops if self.keeper else [], folder / "adjustments.jsonl")
+        restocks.write(self.adjustments, folder / "adjustments.jsonl")
+        transfers.write(self.mover.moves if self.mover else [], folder / "transfers.jsonl")

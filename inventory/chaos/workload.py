@@ -7,8 +7,11 @@ at once, its reduceStock body is cut by bytes (ORDER_BATCH_BYTES), and the fault
 of either size; some are submitted twice at once under one Idempotency-Key, and every
 answer that is not definite is retried under the same key, as a careful client would. Some are
 cancelled (half at once, racing their own genOrder, half once placed), some are holds (paid, or
-left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. The
-client is stdlib http.client, one connection per thread: it shares two cores with the cluster.
+left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. A few
+(located_share) are of the goods kept in the run's three locations: naming no location or one,
+all or nothing or fill=partial (locations.py); what each line filled is kept from their
+answers, for H1. The client is stdlib http.client, one connection per thread: it shares two
+cores with the cluster.
 
 A fault may come with a demand of its own (nemesis.Fault.demand): while `slow-first-attempts`
 holds, every buyer orders the scarce goods instead (SCARCE below), whose few units keep
@@ -23,8 +26,9 @@ import random
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
-from inventory.chaos import after_sale
+from inventory.chaos import after_sale, locations
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)  # after an unknown outcome, under the same Idempotency-Key
@@ -49,10 +53,14 @@ class Goods:
     # it, then going out in holds and cancels and coming back (returns) while it holds.
     scarce: dict[str, int] = field(default_factory=dict)
     big: dict[str, int] = field(default_factory=dict)  # the big orders' goods ids (BIG_LINES)
+    # Kept in the run's three locations (locations.py): goods id -> location -> seeded level
+    located: dict[str, dict[str, int]] = field(default_factory=dict)
 
     @property
     def levels(self) -> dict[str, int]:
-        return {**self.hot, **self.others, **self.scarce, **self.big}
+        """Each goods id's seeded level (a located one's: the total of its locations)."""
+        totals = {g: sum(at.values()) for g, at in self.located.items()}
+        return {**self.hot, **self.others, **self.scarce, **self.big, **totals}
 
 
 def make_goods(
@@ -65,6 +73,7 @@ def make_goods(
     scarce_stock: int = 9,
     big: int = max(BIG_LINES),
     big_stock: int = 10_000,
+    located: int = locations.LOCATED,
 ) -> Goods:
     return Goods(
         prefix,
@@ -72,6 +81,7 @@ def make_goods(
         {f"{prefix}g{i:03d}": other_stock for i in range(others)},
         {f"{prefix}scarce{i}": scarce_stock for i in range(scarce)},
         {f"{prefix}big{i:03d}-".ljust(BIG_ID_LENGTH, "x"): big_stock for i in range(big)},
+        locations.located_goods(prefix, located),
     )
 
 
@@ -86,6 +96,7 @@ class Workload:
     cancel_share: float = 0.08  # share of orders cancelled: half at once, half once placed
     hold_share: float = 0.1  # share of orders that are holds: two thirds paid, the rest expire
     big_share: float = 0.04  # share of orders that are big (BIG_LINES lines of long ids)
+    located_share: float = 0.05  # share of orders of the located goods (locations.py)
     timeout: float = 40.0
     seed: int = 1
     demand: str = NORMAL  # set by the run while a fault with a demand of its own holds
@@ -136,22 +147,32 @@ class Workload:
             i += 1
             key = f"{self.goods.prefix}b{n}-{i}"
             scarce = self.demand == SCARCE and bool(self.goods.scarce)
-            lines = self._scarce_order(rng) if scarce else self._order(rng)
+            fill: str | None = None
+            named: dict[str, str] = {}
+            if scarce:
+                lines = self._scarce_order(rng)
+            elif self.goods.located and rng.random() < self.located_share:
+                located, others = list(self.goods.located), list(self.goods.others)
+                lines, fill, named = locations.located_order(rng, located, others)
+            else:
+                lines = self._order(rng)
+            asked = {k: v for k, v in (("fill", fill), ("locations", named)) if v}
             with self._lock:
                 self.orders += 1
             if scarce:
                 intent = after_sale.scarce_intent(rng)
             else:
                 intent = after_sale.intent(rng, self.cancel_share, self.hold_share)
-            body = after_sale.order_body(key, lines, intent)
+            body = after_sale.order_body(key, lines, intent, fill, named)
             side = []
             if not scarce and rng.random() < self.double_share:
-                side.append(threading.Thread(target=self._double, args=(key, lines, body, intent)))
+                args = (key, lines, body, intent, asked)
+                side.append(threading.Thread(target=self._double, args=args))
             if intent == "cancel-at-once":
                 side.append(threading.Thread(target=self._cancel_at_once, args=(key, lines)))
             for thread in side:
                 thread.start()
-            last = self._until_known(conn, key, lines, body, intent)
+            last = self._until_known(conn, key, lines, body, intent, asked)
             for thread in side:
                 thread.join()
             if last is not None and last.outcome == OK and intent in ("cancel", "pay"):
@@ -159,10 +180,12 @@ class Workload:
             if scarce:
                 self._stop.wait(SCARCE_THINK * rng.uniform(0.5, 1.5))
 
-    def _double(self, key: str, lines: dict[str, int], body: bytes, intent: str) -> None:
+    def _double(
+        self, key: str, lines: dict[str, int], body: bytes, intent: str, asked: dict[str, Any]
+    ) -> None:
         conn = self._connect()
         try:
-            op = self._send(conn, key, lines, body, attempt=1, double=True)
+            op = self._send(conn, key, lines, body, attempt=1, double=True, asked=asked)
             op.intent = intent
             self._record(op)
         finally:
@@ -184,10 +207,11 @@ class Workload:
         lines: dict[str, int],
         body: bytes,
         intent: str,
+        asked: dict[str, Any],
     ) -> Op | None:
         op = None
         for attempt in range(len(RETRY_DELAYS) + 1):
-            op = self._send(conn, key, lines, body, attempt=attempt * 2, double=False)
+            op = self._send(conn, key, lines, body, attempt * 2, False, asked)
             op.intent = intent
             self._record(op)
             # Definite: placed, refused, or any 409 (FAILED, or cancelled: by a cancel that
@@ -211,9 +235,12 @@ class Workload:
         body: bytes,
         attempt: int,
         double: bool,
+        asked: dict[str, Any] | None = None,
     ) -> Op:
+        """One genOrder; `asked`: an order's fill and its lines' locations (kept in the op's
+        `extra`, with the units each line filled when it is answered placed)."""
         headers = {"Content-Type": "application/json", "Idempotency-Key": key}
-        op = Op(key, attempt, double, lines, self.now(), 0.0)
+        op = Op(key, attempt, double, lines, self.now(), 0.0, extra=dict(asked or {}))
         try:
             conn.request("POST", "/genOrder", body=body, headers=headers)
             response = conn.getresponse()
@@ -224,6 +251,8 @@ class Workload:
             except ValueError:
                 answer = {"error": raw[:200].decode(errors="replace")}
             op.outcome, op.order_id, op.order_status, op.reason = classify(op.status, answer)
+            if asked and op.outcome == OK and (filled := locations.filled_of(answer)):
+                op.extra["filled"] = filled
         except (http.client.HTTPException, OSError) as exc:
             conn.close()  # reconnects on the next request
             op.reason = f"no answer: {type(exc).__name__}"

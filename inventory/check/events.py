@@ -30,7 +30,8 @@ from itertools import pairwise
 
 from inventory.check.result import CheckResult
 
-ENTRY_KINDS = ("deducted", "returned", "adjusted")  # a ledger entry: it moves the level
+# A ledger entry: it moves the level (a transfer's legs too: units in transit are out of it).
+ENTRY_KINDS = ("deducted", "returned", "adjusted", "transfer_out", "transfer_in")
 FIELDS = ("goodsId", "seq", "kind", "delta", "level")  # compared with the outbox row
 NAME = "stock events: each outbox row once, in ledger order, replaying the levels"
 SHOWN = 3  # examples in the one-line detail (the numbers keep up to LISTED)

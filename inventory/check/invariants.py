@@ -1,13 +1,16 @@
 """The invariants of the design, each a function of a Snapshot (inventory.check/snapshot.py):
 
-I1 no oversell: no level below zero; initial + adjusted - final = deducted - returned, per goods
-   id and seed version (initial: the last PUT /stock's level, or given; adjusted: since then).
+I1 no oversell: no level below zero; initial + adjusted + legs - final = deducted - returned,
+   per goods id and seed version (initial: the last PUT /stock's level, or given; adjusted:
+   since then; legs: the transfers' legs since then, so units in transit are out of the level).
 I2 at most one deduction per flag: no (flag, goods id) with two flows.
 I3 orders match flows: every CONFIRMED or AWAITING_PAYMENT order has its flows, for its
-   quantities, and no return; no FAILED order has any flow; every CANCELLED order has returns
-   exactly equal to its flows.
+   quantities (a partial order: the units it filled, as the order database recorded them),
+   and no return; no FAILED order has any flow; every CANCELLED order has returns exactly
+   equal to its flows.
 I4 no lost sale: every order refused for lack of stock has a line whose final level, less what
-   was returned to it since its seed, is below its quantity (see check_no_lost_sale).
+   was returned to it since its seed, is below its quantity (lost_sale.py; a line that named
+   its location, against that location).
 I5 liveness: no order left PENDING or CANCELLING.
 I8 returns: each return undoes a deduction made before it, exactly; no deduction of a voided
    flag; no hold unpaid past its deadline plus the stated bound.
@@ -19,10 +22,11 @@ I9 a refusal stays a refusal: no order refused for lack of stock has a flow, wha
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from inventory.check.held import check_held_once
+from inventory.check.lost_sale import check_no_lost_sale
 from inventory.check.result import CheckResult
+from inventory.check.result import few as _few
 from inventory.check.snapshot import Snapshot
 from order_service.model import HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
@@ -80,9 +84,12 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
     """initial + adjusted - final = deducted - returned, per goods id and seed version."""
     off: dict[str, dict[str, int]] = {}
     sold = flowed = back = added = 0
+    moved = 0  # the transfers' legs: what left for another location, less what came in
     for goods, (num, seeded, version) in snap.levels.items():
         adjusted = snap.adjustments.get(goods, (0, 0))[0]
-        start, added = initial.get(goods, seeded) + adjusted, added + adjusted
+        legs = snap.legs.get(goods, (0, 0))[0]
+        start, added = initial.get(goods, seeded) + adjusted + legs, added + adjusted
+        moved += legs
         flows = snap.flow_sums.get((goods, version), 0)
         returned = snap.return_sums.get((goods, version), 0)
         sold += start - num
@@ -90,15 +97,17 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
         back += returned
         if start - num != flows - returned:
             off[goods] = {
-                "initial": start - adjusted,
+                "initial": start - adjusted - legs,
                 "adjusted": adjusted,
+                "legs": legs,
                 "final": num,
                 "flows": flows,
                 "returned": returned,
                 "oversold": flows - returned - start if flows - returned > start else 0,
             }
     oversold = sum(v["oversold"] for v in off.values())
-    detail = f"initial + adjusted - final = {sold}, flows - returns = {flowed} - {back}"
+    legged = f" + legs ({moved})" if moved else ""
+    detail = f"initial + adjusted{legged} - final = {sold}, flows - returns = {flowed} - {back}"
     if off:
         detail += f"; {len(off)} goods differ" + (f", oversold by {oversold}" if oversold else "")
         detail += f": {_few(off)}"
@@ -110,6 +119,7 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
         {
             "deducted": sold,  # initial + adjusted - final
             "adjusted": added,  # the adjustments since each goods id's seed: restocks, counts
+            "legs": moved,  # the transfers' legs since then: less the units in transit
             "flows": flowed,
             "returned": back,
             "mismatched": off,
@@ -136,11 +146,7 @@ def check_orders_match_flows(snap: Snapshot) -> CheckResult:
     holding = [o for o, s in snap.orders.items() if s in HOLDING]
     failed = [o for o, s in snap.orders.items() if s == "FAILED"]
     cancelled = [o for o, s in snap.orders.items() if s == "CANCELLED"]
-    missing = [
-        o
-        for o in holding
-        if snap.flows_by_flag.get(o, {}) != snap.lines.get(o, {}) or snap.returns_by_flag.get(o)
-    ]
+    missing = [o for o in holding if not flows_match(snap, o) or snap.returns_by_flag.get(o)]
     failed_with_flows = [o for o in failed if snap.flows_by_flag.get(o)]
     unreturned = [
         o for o in cancelled if snap.returns_by_flag.get(o, {}) != snap.flows_by_flag.get(o, {})
@@ -164,50 +170,20 @@ def check_orders_match_flows(snap: Snapshot) -> CheckResult:
     )
 
 
-def check_no_lost_sale(snap: Snapshot) -> CheckResult:
-    """Each order refused for lack of stock needs a witness: a line whose goods' final level,
-    less everything returned or restocked since its seed (_floor), is below its quantity: the
-    level at the refusal was at least that; if even that fits, stock was there. Only lines of
-    the goods' current seed version witness (a re-seeded level may have gone up); orders
-    refused only against earlier versions are out of scope, those without versions current."""
-    refused = [
-        o for o, s in snap.orders.items() if s == "FAILED" and snap.reasons.get(o) == REFUSED
-    ]
-    checked, stale, lost = 0, 0, {}
-    for order_id in refused:
-        lines = snap.lines.get(order_id, {})
-        short = snap.refused.get(order_id) or dict.fromkeys(lines)
-        current = [
-            g
-            for g, version in short.items()
-            if g in snap.levels and version in (None, snap.levels[g][2])
-        ]
-        if not current:
-            stale += 1
-            continue
-        checked += 1
-        if not any(_floor(snap, g) < lines[g] for g in current if g in lines):
-            lost[order_id] = {g: {"wanted": lines[g], "final": snap.levels[g][0]} for g in current}
-    detail = f"{checked} refused orders checked, {stale} from earlier seeds" + (
-        f"; {len(lost)} refused while their stock was there: {_few(lost)}"
-        if lost
-        else ", each has a line that does not fit"
-    )
-    return CheckResult(
-        "I4",
-        "no lost sale",
-        not lost,
-        detail,
-        {"checked": checked, "earlier_seeds": stale, "lost": lost},
-    )
-
-
-def _floor(snap: Snapshot, goods: str) -> int:
-    """The least the level can have been since its seed: the final level less the returns and
-    the units restocked."""
-    num, _seeded, version = snap.levels[goods]
-    added = snap.adjustments.get(goods, (0, 0))[1]
-    return num - snap.return_sums.get((goods, version), 0) - added
+def flows_match(snap: Snapshot, order_id: str) -> bool:
+    """A placed order's flows are what it was confirmed for: all or nothing, exactly its
+    lines (and the units filled, when recorded, are its lines); partial, the units each line
+    filled as recorded (none for a line filled with nothing), at least one, each within its
+    line; a partial order with nothing recorded, flows within its lines."""
+    lines = snap.lines.get(order_id, {})
+    flows = snap.flows_by_flag.get(order_id, {})
+    filled = snap.filled.get(order_id)
+    if order_id not in snap.partial:
+        return flows == lines and (not filled or filled == lines)
+    if filled:
+        within = all(0 <= filled.get(g, 0) <= n for g, n in lines.items())
+        return within and bool(flows) and flows == {g: n for g, n in filled.items() if n}
+    return bool(flows) and all(g in lines and 0 < n <= lines[g] for g, n in flows.items())
 
 
 def check_no_pending(snap: Snapshot) -> CheckResult:
@@ -284,9 +260,3 @@ def check_refusal_stays(snap: Snapshot) -> CheckResult:
             "decided_refused_with_flows": decided_refused[:20],
         },
     )
-
-
-def _few(mapping: dict[str, Any], n: int = 3) -> str:
-    items = list(mapping.items())
-    text = ", ".join(f"{k} {v}" for k, v in items[:n])
-    return text + (f" (+{len(items) - n} more)" if len(items) > n else "")

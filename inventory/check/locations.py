@@ -11,8 +11,9 @@ L3 every transfer's legs once: an out leg for each; an in leg exactly for the re
 L4 the ledger holds with transfers: each goods id's level is the sum of all its entries
    (adjustments, deductions, returns, legs) since the ledger began.
 L5 the allocation rule: no line split across locations when its allocation could have been
-   had from one (checked against the levels the ledger says each location had just before,
-   for the lines the ledger can replay: see check_rule_held)."""
+   had from one, and the rest of the rule (checked against the levels the ledger says each
+   location had just before: allocation_rule.py's check_rule_held).
+L2 and L5 replay the ledger the same way (ledger_replay.py)."""
 
 from __future__ import annotations
 
@@ -22,13 +23,12 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import Connection
 
+from inventory.check.ledger_replay import final_levels, read_ledger
 from inventory.check.result import CheckResult
 from stock_service.core.places import DEFAULT
 from stock_service.tables import (
-    flag_decision,
     stock,
     stock_adjustment,
-    stock_allocation,
     stock_flow,
     stock_location,
     stock_return,
@@ -71,41 +71,13 @@ def _read(conn: Connection, prefix: str) -> Places:
         select(sl.goods_id, sl.location_id, sl.num).where(sl.goods_id.like(like))
     ):
         p.named[(named.goods_id, named.location_id)] = int(named.num)
+    # Each location's level replayed from the goods id's entries (ledger_replay.py): a
+    # deduction or a return with no allocation rows moved the default location's units.
+    for g, lines in read_ledger(conn, like=like).items():
+        for loc, units in final_levels(lines).items():
+            p.replayed[(g, loc)] = units
     adj = stock_adjustment.c
-    adjusted: dict[tuple[str, ...], int] = defaultdict(int)
-    by_place = (
-        select(adj.goods_id, adj.location, func.sum(adj.delta))
-        .where(adj.goods_id.like(like))
-        .group_by(adj.goods_id, adj.location)
-    )
-    for (goods_id, where), units in _sum_by(conn, by_place).items():
-        adjusted[(goods_id, where or DEFAULT)] += units  # none: the default location
-    al = stock_allocation.c
-    taken = _sum_by(
-        conn,
-        select(al.goods_id, al.location_id, func.sum(al.num))
-        .where(al.goods_id.like(like))
-        .group_by(al.goods_id, al.location_id),
-    )
-    back = _sum_by(
-        conn,
-        select(al.goods_id, al.location_id, func.sum(al.num))
-        .join(flag_decision, flag_decision.c.flag == al.flag)
-        .where(al.goods_id.like(like), flag_decision.c.outcome == "returned")
-        .group_by(al.goods_id, al.location_id),
-    )
     lg = stock_transfer_leg.c
-    legged = _sum_by(
-        conn,
-        select(lg.goods_id, lg.location_id, func.sum(lg.delta))
-        .where(lg.goods_id.like(like))
-        .group_by(lg.goods_id, lg.location_id),
-    )
-    for key in {*adjusted, *taken, *back, *legged}:
-        g, loc = key
-        p.replayed[(g, loc)] = (
-            adjusted.get(key, 0) - taken.get(key, 0) + back.get(key, 0) + legged.get(key, 0)
-        )
     flows = _sum_by(
         conn,
         select(stock_flow.c.goods_id, func.sum(stock_flow.c.num))

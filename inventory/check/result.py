@@ -13,3 +13,10 @@ class CheckResult:
     ok: bool
     detail: str
     numbers: dict[str, Any] = field(default_factory=dict)
+
+
+def few(mapping: dict[str, Any], n: int = 3) -> str:
+    """The first `n` items of a mapping, for a one-line detail, and how many more there are."""
+    items = list(mapping.items())
+    text = ", ".join(f"{k} {v}" for k, v in items[:n])
+    return text + (f" (+{len(items) - n} more)" if len(items) > n else "")

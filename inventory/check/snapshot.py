@@ -8,9 +8,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Engine, Table, func, select
+from sqlalchemy import Engine, Table, func, select, true
 from sqlalchemy.engine import Connection
 
+from inventory.check.ledger_replay import lowest_since_seed, read_ledger
+from order_service.fills import PARTIAL
 from order_service.tables import order_details, orders
 from stock_service.tables import (
     flag_decision,
@@ -18,6 +20,7 @@ from stock_service.tables import (
     stock_adjustment,
     stock_flow,
     stock_return,
+    stock_transfer_leg,
 )
 
 
@@ -49,6 +52,17 @@ class Snapshot:
     # goods -> (the stock row's held count, the units of the flags still held: deducted by an
     # unpaid hold, neither paid nor returned)
     held: dict[str, tuple[int, int]] = field(default_factory=dict)
+    # Stock in several locations (docs/locations.md). goods -> (net units, units in) of the
+    # transfers' legs since its last seed: a unit in transit has left the level.
+    legs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    partial: set[str] = field(default_factory=set)  # the orders placed with fill=partial
+    # order id -> goods -> units filled, as recorded when an order that asked for a fill or a
+    # location was confirmed (order_details.filled)
+    filled: dict[str, dict[str, int]] = field(default_factory=dict)
+    line_locations: dict[str, dict[str, str]] = field(default_factory=dict)  # named by a line
+    # (goods, location) -> the least the location held since the goods id's seed, for the
+    # refused lines that named their location (I4 judges them there)
+    location_floors: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 def _sums(conn: Connection, t: Table, like: str) -> dict[tuple[str, int], int]:
@@ -70,9 +84,12 @@ def _by_flag(conn: Connection, t: Table, like: str) -> dict[str, dict[str, int]]
     return dict(out)
 
 
-def _adjustments(conn: Connection, like: str) -> dict[str, tuple[int, int]]:
+def _adjustments(
+    conn: Connection, like: str, t: Table = stock_adjustment
+) -> dict[str, tuple[int, int]]:
     """Per goods id, the adjustments after its last seed (the seed is the adjustment of reason
-    set that starts the current seed version; the ledger numbers a goods id's entries)."""
+    set that starts the current seed version; the ledger numbers a goods id's entries); or,
+    with `t` stock_transfer_leg, the transfers' legs after it."""
     a = stock_adjustment
     last_seed = (
         select(a.c.goods_id, func.max(a.c.seq).label("seq"))
@@ -81,12 +98,12 @@ def _adjustments(conn: Connection, like: str) -> dict[str, tuple[int, int]]:
         .subquery()
     )
     rows = conn.execute(
-        select(a.c.goods_id, a.c.delta)
-        .select_from(a.outerjoin(last_seed, last_seed.c.goods_id == a.c.goods_id))
+        select(t.c.goods_id, t.c.delta)
+        .select_from(t.outerjoin(last_seed, last_seed.c.goods_id == t.c.goods_id))
         .where(
-            a.c.goods_id.like(like),
-            a.c.reason != "set",
-            (last_seed.c.seq.is_(None)) | (a.c.seq > last_seed.c.seq),
+            t.c.goods_id.like(like),
+            a.c.reason != "set" if t is a else true(),
+            (last_seed.c.seq.is_(None)) | (t.c.seq > last_seed.c.seq),
         )
     )
     out: dict[str, tuple[int, int]] = {}
@@ -143,33 +160,49 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
             return_times[r.flag][r.goods_id] = (r.deducted_at, r.returned_at)
         flow_sums, return_sums = _sums(conn, stock_flow, like), _sums(conn, stock_return, like)
         adjustments = _adjustments(conn, like)
+        legs = _adjustments(conn, like, stock_transfer_leg)
         held = _held(conn, like)
     with order_engine.connect() as conn:
         lines: dict[str, dict[str, int]] = defaultdict(dict)
         refused: dict[str, dict[str, int | None]] = defaultdict(dict)
-        in_scope = select(order_details.c.order_id).where(order_details.c.goods_id.like(like))
-        for d in conn.execute(
+        filled: dict[str, dict[str, int]] = defaultdict(dict)
+        named: dict[str, dict[str, str]] = defaultdict(dict)
+        d = order_details.c
+        in_scope = select(d.order_id).where(d.goods_id.like(like))
+        for det in conn.execute(
             select(
-                order_details.c.order_id,
-                order_details.c.goods_id,
-                order_details.c.goods_num,
-                order_details.c.available,
-                order_details.c.seed_version,
-            ).where(order_details.c.order_id.in_(in_scope))
+                d.order_id,
+                d.goods_id,
+                d.goods_num,
+                d.available,
+                d.seed_version,
+                d.location,
+                d.filled,
+            ).where(d.order_id.in_(in_scope))
         ):
-            lines[d.order_id][d.goods_id] = int(d.goods_num)
-            if d.available is not None:
-                refused[d.order_id][d.goods_id] = d.seed_version
-        statuses, reasons, deadlines = {}, {}, {}
-        for o in conn.execute(
-            select(orders.c.id, orders.c.status, orders.c.reason, orders.c.pay_deadline).where(
-                orders.c.id.in_(in_scope)
-            )
+            lines[det.order_id][det.goods_id] = int(det.goods_num)
+            if det.available is not None:
+                refused[det.order_id][det.goods_id] = det.seed_version
+            if det.filled is not None:
+                filled[det.order_id][det.goods_id] = int(det.filled)
+            if det.location is not None:
+                named[det.order_id][det.goods_id] = det.location
+        statuses, reasons, deadlines, partial = {}, {}, {}, set()
+        o = orders.c
+        for row in conn.execute(
+            select(o.id, o.status, o.reason, o.pay_deadline, o.fill_mode).where(o.id.in_(in_scope))
         ):
-            statuses[o.id] = o.status
-            reasons[o.id] = o.reason
-            if o.pay_deadline is not None:
-                deadlines[o.id] = o.pay_deadline
+            statuses[row.id] = row.status
+            reasons[row.id] = row.reason
+            if row.pay_deadline is not None:
+                deadlines[row.id] = row.pay_deadline
+            if row.fill_mode == PARTIAL:
+                partial.add(row.id)
+    # I4 judges a refused line that named its location against that location's ledger.
+    floors = location_floors(
+        stock_engine,
+        {(g, named[o][g]) for o, short in refused.items() for g in short if g in named.get(o, {})},
+    )
     return Snapshot(
         levels,
         flow_sums,
@@ -186,7 +219,24 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         deadlines,
         adjustments,
         held,
+        legs,
+        partial,
+        dict(filled),
+        dict(named),
+        floors,
     )
+
+
+def location_floors(
+    stock_engine: Engine, wanted: set[tuple[str, str]]
+) -> dict[tuple[str, str], int]:
+    """(goods, location) -> the least the location held since the goods id's seed."""
+    if not wanted:
+        return {}
+    with stock_engine.connect() as conn:
+        ledger = read_ledger(conn, goods_ids={g for g, _ in wanted})
+    floors = {(g, loc): lowest_since_seed(ledger.get(g, []), loc) for g, loc in wanted}
+    return {key: n for key, n in floors.items() if n is not None}
 
 
 def _held(conn: Connection, like: str) -> dict[str, tuple[int, int]]:

@@ -2,7 +2,8 @@
 cluster comes up replicated and authenticated (no credential in its state file, status or
 logs), PostgreSQL, Redis and ZooKeeper speaking TLS only; the quick run must come out valid
 with a PostgreSQL failover, the intruder, the late first attempts after a refusal
-(slow-first-attempts), an operator's adjustments and a consumer of the stock events in it; a
+(slow-first-attempts), an operator's adjustments, stock in three locations (orders with and
+without a location, partial fills, transfers) and a consumer of the stock events in it; a
 run without a lock must be caught overselling, a run without fencing must be caught losing an
 update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
 Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
@@ -305,6 +306,18 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     assert result["adjustments"]["made"] > 0, result["adjustments"]
     assert checks["I10"]["verdict"] == "valid", checks["I10"]
     assert result["events"]["distinct"] > result["orders"], result["events"]
+    # Stock in three locations through every fault: orders naming no location and one, all or
+    # nothing and fill=partial, and transfers sent, received and cancelled, each step retried
+    # and repeated under its reference; no location below zero, each replaying from its
+    # entries, every transfer's legs once, the ledger holding with them, the allocation rule
+    # held at every decision (L1-L5), every transfer's answer held (LT).
+    moved, asked = result["transfers"], result["located_orders"]
+    print(f"locations: transfers {moved}; orders {asked}; {result['split_lines']} lines split")
+    for check in ("L1", "L2", "L3", "L4", "L5", "LT"):
+        assert checks[check]["verdict"] == "valid", checks[check]
+    assert moved["sent"] > 0 and moved["received"] > 0 and moved["cancelled"] > 0, moved
+    assert moved["repeats"] > 0, moved
+    assert asked["named"] > 0 and asked["partial_placed"] > 0, asked
     relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
     assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.

@@ -17,8 +17,10 @@ from stock_service.tables import (
     flag_decision,
     stock,
     stock_adjustment,
+    stock_allocation,
     stock_flow,
     stock_return,
+    stock_transfer_leg,
 )
 
 NOW = datetime(2026, 11, 22)
@@ -35,6 +37,8 @@ def make_db(path: Path, unique_flows: bool = True) -> str:
     stock_return.to_metadata(stock_md)
     flag_decision.to_metadata(stock_md)
     stock_adjustment.to_metadata(stock_md)
+    stock_allocation.to_metadata(stock_md)
+    stock_transfer_leg.to_metadata(stock_md)
     if unique_flows:
         stock_flow.to_metadata(stock_md)
     else:
@@ -192,6 +196,7 @@ def test_a_clean_sold_out_shop_passes_every_check(tmp_path: Path) -> None:
     assert results["initial - final = flows - returns"].numbers == {
         "deducted": 3,
         "adjusted": 0,
+        "legs": 0,
         "flows": 3,
         "returned": 0,
         "mismatched": {},
