@@ -10,6 +10,7 @@ from flask import Response, jsonify
 from order_service.cancellation import Outcome
 from order_service.model import (
     AWAITING_PAYMENT,
+    BACKORDERED,
     CANCELLED,
     CANCELLING,
     CONFIRMED,
@@ -17,16 +18,25 @@ from order_service.model import (
     Placement,
 )
 
-# The article's field, by status; PENDING and CANCELLING are "pending".
+# The article's field, by status; PENDING and CANCELLING are "pending". A BACKORDERED order is
+# placed (its units owed are its own, in line): a success, as a hold is.
 RESULT = {
     CONFIRMED: "success",
     AWAITING_PAYMENT: "success",
+    BACKORDERED: "success",
     FAILED: "false",
     CANCELLED: "cancelled",
 }
-# genOrder's status code by the order's status: placed (held or not), refused or cancelled
-# meanwhile, or still unknown.
-PLACED = {CONFIRMED: 200, AWAITING_PAYMENT: 200, FAILED: 409, CANCELLING: 409, CANCELLED: 409}
+# genOrder's status code by the order's status: placed (held, owed or not), refused or
+# cancelled meanwhile, or still unknown.
+PLACED = {
+    CONFIRMED: 200,
+    AWAITING_PAYMENT: 200,
+    BACKORDERED: 200,
+    FAILED: 409,
+    CANCELLING: 409,
+    CANCELLED: 409,
+}
 
 
 def state_body(order: Any) -> dict[str, Any]:
@@ -58,9 +68,9 @@ def outcome_answer(outcome: Outcome) -> tuple[Response, int]:
 
 
 def placement_answer(placement: Placement) -> tuple[Response, int, dict[str, str]]:
-    """The HTTP answer of a placement, made from the order's state as it ended: 200 CONFIRMED,
-    409 FAILED, 202 PENDING; 503 (naming the dependency) when a dependency's failure decided
-    the outcome or left it open."""
+    """The HTTP answer of a placement, made from the order's state as it ended: 200 CONFIRMED
+    (AWAITING_PAYMENT, BACKORDERED), 409 FAILED, 202 PENDING; 503 (naming the dependency) when
+    a dependency's failure decided the outcome or left it open."""
     order = placement.order
     body = state_body(order)
     if placement.shortfalls:
@@ -70,7 +80,7 @@ def placement_answer(placement: Placement) -> tuple[Response, int, dict[str, str
     if placement.batch:  # how many orders its batch placed together (order_service/batching.py)
         headers["Server-Timing"] = f"batch;desc={placement.batch}"
     code = PLACED.get(order.status, 202)
-    if placement.unavailable and order.status not in (CONFIRMED, AWAITING_PAYMENT):
+    if placement.unavailable and order.status not in (CONFIRMED, AWAITING_PAYMENT, BACKORDERED):
         code = 503
         body["dependency"] = placement.unavailable
         body["error"] = f"{placement.unavailable} unavailable; " + (

@@ -56,7 +56,10 @@ def order_routes(settings: Settings) -> APIBlueprint:
                 200: (
                     OrderAnswer,
                     "CONFIRMED: the stock was deducted and the flow seen (AWAITING_PAYMENT "
-                    "with payWithinSeconds: deducted and held until paid)",
+                    "with payWithinSeconds: deducted and held until paid). BACKORDERED "
+                    "(fill=backorder): what was on hand deducted, the rest owed in line "
+                    "(`backordered`, per line); CONFIRMED by the reconciler once every line "
+                    "is filled",
                 ),
                 202: (
                     OrderAnswer,
@@ -82,9 +85,11 @@ def order_routes(settings: Settings) -> APIBlueprint:
                 422: (
                     OrderRefused,
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
-                    "an Idempotency-Key reused with another body, a `fill` other than all and "
-                    "partial, a goods id whose lines name different locations, or a location "
-                    "the stock service has not (`locations` names them); with a "
+                    "an Idempotency-Key reused with another body, a `fill` other than all, "
+                    "partial and backorder, fill=backorder with a line's location (`field`: "
+                    "location) or payWithinSeconds (`field`: payWithinSeconds), a goods id "
+                    "whose lines name different locations, or a location the stock service "
+                    "has not (`locations` names them); with a "
                     "reservationId, lines (or a user, or fill) other than the reservation's; "
                     "nothing placed",
                 ),
@@ -102,7 +107,8 @@ def order_routes(settings: Settings) -> APIBlueprint:
         d = deps()
         lines = merge_lines(json_data.pairs(), settings.max_quantity)
         try:
-            fill = fill_of(json_data.fill, json_data.located())
+            hold = json_data.payWithinSeconds is not None
+            fill = fill_of(json_data.fill, json_data.located(), hold)
         except BadFill as exc:
             named: dict[str, Any] = {"goodsIds": exc.goods_ids} if exc.goods_ids else {}
             raise ApiError(422, str(exc), field=exc.field, **named) from exc
@@ -153,20 +159,23 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     OrderAnswer,
                     "CANCELLED: its stock returned exactly once, or (cancelled before it was "
                     "deducted) its flag voided so that no deduction of it will ever be made; "
-                    "a repeat answers the same and returns nothing twice",
+                    "a BACKORDERED order's: what it took and was handed since returned, its "
+                    "lines out of the line; a repeat answers the same and returns nothing twice",
                 ),
                 404: (ErrorBody, "No such order"),
                 409: (OrderNotChanged, "FAILED: nothing was deducted, nothing to cancel"),
                 503: (
                     OrderUnavailable,
                     "CANCELLING: the cancel is recorded, the stock service did not answer; "
-                    "the reconciler returns the stock",
+                    "the reconciler returns the stock (a BACKORDERED order's line keeps its "
+                    "place until then)",
                 ),
             }
         )
     )
     def cancel_order(orderId: str, path_data: Any) -> tuple[Response, int]:
-        """Cancel an order (PENDING, CONFIRMED or AWAITING_PAYMENT): its stock comes back once."""
+        """Cancel an order (PENDING, CONFIRMED, AWAITING_PAYMENT or BACKORDERED): its stock
+        comes back once."""
         return outcome_answer(_known(lambda: deps().cancellation.cancel(orderId)))
 
     @bp.post("/cancelOrder")

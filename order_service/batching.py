@@ -32,10 +32,12 @@ from sqlalchemy.exc import IntegrityError
 
 from coordination.combining import BatchHandle, Combiner
 from order_service import transitions
+from order_service.backorders import backordered
 from order_service.fill_store import Confirmed
 from order_service.fills import ALL, Fill, filled_of
 from order_service.flags import FlagWriter
 from order_service.model import (
+    BACKORDERED,
     FAILED,
     INSUFFICIENT_STOCK,
     OUTCOME_UNKNOWN,
@@ -191,6 +193,10 @@ class OrderBatches:
                         confirmed=filled,
                     )
                 )
+            elif answer.outcome == Outcome.BACKORDERED and (
+                owing := backordered(order.order_id, order.lines, answer.body)
+            ):  # what was on hand taken, the rest owed: its line waits (backorders.py)
+                finishes.append(Finish(order.order_id, BACKORDERED, confirmed=owing))
             elif answer.outcome == "rejected":
                 results[order.order_id] = Rejected(answer)
             else:

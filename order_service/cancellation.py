@@ -1,13 +1,16 @@
 """Cancel an order, pay a hold, expire an unpaid one: the stock comes back exactly once.
 
-    cancel:  PENDING | CONFIRMED | AWAITING_PAYMENT --> CANCELLING --return the stock--> CANCELLED
+    cancel:  PENDING | CONFIRMED | AWAITING_PAYMENT | BACKORDERED --> CANCELLING
+                 --return the stock--> CANCELLED
     pay:     AWAITING_PAYMENT, before its deadline   --> CONFIRMED
     expire:  AWAITING_PAYMENT, past its deadline     --> CANCELLING --return the stock--> CANCELLED
 
 The decision comes first and is durable: a compare-and-set moves the order to CANCELLING, and
 only then is the stock service asked to return the flag's stock (PUT /returnStock). It returns
 exactly what the flag deducted, once, or, if nothing was deducted yet, voids the flag (an empty
-rollback, recorded, so a deduction that arrives later is refused). If the stock service cannot
+rollback, recorded, so a deduction that arrives later is refused). A BACKORDERED order's flag
+gives back what it took and what was handed to it since, and its lines give up their place in
+line (what they still waited for is owed no more: docs/backorders.md). If the stock service cannot
 be reached, the order stays CANCELLING and the elected reconciler finishes it: the call is
 idempotent.
 
@@ -34,13 +37,13 @@ from sqlalchemy.exc import IntegrityError
 from order_service import transitions
 from order_service.model import (
     AWAITING_PAYMENT,
+    CANCELLABLE,
     CANCELLED,
     CANCELLED_BY_BUYER,
     CANCELLING,
     CONFIRMED,
     FAILED,
     HOLD_EXPIRED,
-    HOLDING,
     PENDING,
     OrderState,
 )
@@ -103,11 +106,11 @@ class Cancellation:
         if order is None:
             raise UnknownOrder(order_id)
         state = order.state
-        if state.status in (PENDING, *HOLDING):
+        if state.status in CANCELLABLE:
             _moved, state = _known(
                 order_id,
                 lambda: transitions.move(
-                    self.store, order_id, (PENDING, *HOLDING), CANCELLING, CANCELLED_BY_BUYER
+                    self.store, order_id, CANCELLABLE, CANCELLING, CANCELLED_BY_BUYER
                 ),
             )
         if state.status == CANCELLING:

@@ -3,8 +3,10 @@
 An order asks for its lines all or nothing (the default, and every order placed before there
 were locations) or `partial`: confirmed when the stock service deducted at least one unit, each
 line filled as far as the stock allowed, the rest a refusal that stays one. A line may name
-its location: taken from there or not at all. Both are sent only when asked for, so the
-stock calls of an ordinary order are what they always were.
+its location: taken from there or not at all. Or `backorder` (docs/backorders.md): what is
+on hand taken, the rest owed in line, with no location and no hold (order_service/backorders.py
+reads what the stock service answers of it). Each is sent only when asked for, so the stock
+calls of an ordinary order are what they always were.
 
 A deducted flag's flows carry the units filled, one per goods id, none for a goods id of which
 nothing was filled: `filled_from` reads them against the order's lines, for every path that
@@ -17,15 +19,15 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-ALL_OR_NOTHING, PARTIAL = "all", "partial"
-FILLS = (ALL_OR_NOTHING, PARTIAL)
+ALL_OR_NOTHING, PARTIAL, BACKORDER = "all", "partial", "backorder"
+FILLS = (ALL_OR_NOTHING, PARTIAL, BACKORDER)
 # The stock service's name for the location of a stack that never named one.
 DEFAULT_LOCATION = "default"
 
 
 class BadFill(ValueError):
-    """`fill` is neither "all" nor "partial", or a goods id's lines name different locations:
-    nothing is written."""
+    """`fill` is none of "all", "partial" and "backorder", a goods id's lines name different
+    locations, or a backorder names a location or a hold: nothing is written."""
 
     def __init__(self, message: str, field: str, goods_ids: list[str] | None = None) -> None:
         super().__init__(message)
@@ -35,27 +37,37 @@ class BadFill(ValueError):
 
 @dataclass(frozen=True)
 class Fill:
-    """How an order asks for its lines: `partial` or all or nothing, and the location a line
-    is taken from (goods id -> location; a line not in it: wherever the stock service
-    allocates it)."""
+    """How an order asks for its lines: `partial`, `backorder` (what is on hand now, the rest
+    owed in line: order_service/backorders.py) or all or nothing, and the location a line is
+    taken from (goods id -> location; a line not in it: wherever the stock service allocates
+    it; a backorder names none)."""
 
     partial: bool = False
     locations: Mapping[str, str] = field(default_factory=dict)
+    backorder: bool = False
 
     @property
     def plain(self) -> bool:
         """An order as there were before locations: its calls and answers are as they were."""
-        return not self.partial and not self.locations
+        return not self.partial and not self.backorder and not self.locations
 
     @property
     def mode(self) -> str:
+        if self.backorder:
+            return BACKORDER
         return PARTIAL if self.partial else ALL_OR_NOTHING
+
+    @property
+    def asked(self) -> str | None:
+        """The `fill` sent to the stock service: none for all or nothing, so an ordinary
+        order's call is what it always was."""
+        return None if self.mode == ALL_OR_NOTHING else self.mode
 
     def fingerprint(self) -> dict[str, object]:
         """What it adds to an Idempotency-Key's fingerprint (nothing for a plain order)."""
         fields: dict[str, object] = {}
-        if self.partial:
-            fields["fill"] = PARTIAL
+        if self.asked:
+            fields["fill"] = self.asked
         if self.locations:
             fields["locations"] = dict(sorted(self.locations.items()))
         return fields
@@ -64,12 +76,14 @@ class Fill:
 ALL = Fill()
 
 
-def fill_of(fill: Any, lines: Iterable[tuple[str, str | None]]) -> Fill:
+def fill_of(fill: Any, lines: Iterable[tuple[str, str | None]], hold: bool = False) -> Fill:
     """The genOrder body's `fill` and its lines' (goods id, location): BadFill for a `fill`
-    other than "all" and "partial", or for a goods id whose lines (summed into one) name
-    different locations."""
+    other than "all", "partial" and "backorder", for a goods id whose lines (summed into one)
+    name different locations, and for a backorder with a location or a hold (`hold`: it has
+    payWithinSeconds), which the stock service refuses too: a line owed waits for units of
+    its goods id wherever they arrive, and a hold's clock would run out before they do."""
     if not isinstance(fill, str) or fill not in FILLS:
-        raise BadFill(f'fill: must be "{ALL_OR_NOTHING}" or "{PARTIAL}"', "fill")
+        raise BadFill(f'fill: must be "{ALL_OR_NOTHING}" or "{PARTIAL}" (or "{BACKORDER}")', "fill")
     named: dict[str, str | None] = {}
     for goods_id, location in lines:
         if goods_id in named and named[goods_id] != location:
@@ -81,7 +95,20 @@ def fill_of(fill: Any, lines: Iterable[tuple[str, str | None]]) -> Fill:
             )
         named[goods_id] = location
     located = {g: loc for g, loc in named.items() if loc is not None}
-    return Fill(fill == PARTIAL, located)
+    if fill == BACKORDER and located:
+        raise BadFill(
+            "items[].location: fill=backorder takes no named location (a line owed waits for "
+            "units of its goods id wherever they arrive)",
+            "location",
+            sorted(located),
+        )
+    if fill == BACKORDER and hold:
+        raise BadFill(
+            "payWithinSeconds: fill=backorder takes no hold (the units owed may come after "
+            "the time to pay has run out)",
+            "payWithinSeconds",
+        )
+    return Fill(fill == PARTIAL, located, fill == BACKORDER)
 
 
 @dataclass(frozen=True)
@@ -155,7 +182,8 @@ def filled_of(
     lines: Mapping[str, int], fill: Fill, flows: Any, answer: Any = None
 ) -> Filled | None:
     """What a deducted flag filled of an order (None: the flows are not its lines), with the
-    allocations `answer` carries."""
+    allocations `answer` carries. (A backorder deducted whole is all or nothing; one that owes
+    units is read by order_service/backorders.py.)"""
     filled = filled_from(lines, flows, fill.partial)
     return None if filled is None else Filled(filled, allocations_from(answer))
 
@@ -182,20 +210,30 @@ def items_json(
     return items
 
 
+def owed_json(lines: Mapping[str, int], filled: Mapping[str, int | None]) -> list[dict[str, Any]]:
+    """A BACKORDERED order's `backordered`: each line's units still owed (ordered, less what
+    it has had: taken on hand when decided, and handed to it since as last recorded)."""
+    owed = {g: n - (filled.get(g) or 0) for g, n in sorted(lines.items())}
+    return [{"goodsId": g, "num": n} for g, n in owed.items() if n > 0]
+
+
 def answer_fields(
     lines: Mapping[str, int],
     fill: Fill,
     filled: Mapping[str, int | None],
     allocations: Sequence[tuple[str, str, int]],
     failed: bool = False,
+    owing: bool = False,
 ) -> dict[str, Any]:
     """What genOrder's answer adds for an order that asked for a fill or a location (its
     `fill` and lines), and for one the stock service answered allocations of; nothing for a
-    plain order taken from `default`."""
+    plain order taken from `default`. `owing`: a BACKORDERED order, its units owed per line."""
     fields: dict[str, Any] = {}
     if not fill.plain:
         fields["fill"] = fill.mode
         fields["items"] = items_json(lines, fill, filled, failed)
     if allocations:
         fields["allocations"] = Filled({}, tuple(allocations)).allocations_json()
+    if owing:
+        fields["backordered"] = owed_json(lines, filled)
     return fields

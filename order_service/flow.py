@@ -15,6 +15,9 @@ What each answer of the stock service makes of the order:
   request and a database read on each side per order.
 - duplicate (the deduction was made by another attempt), or a deducted answer without its rows:
   the polls read the flow, the article's way, and the order is CONFIRMED.
+- backordered (fill=backorder): what was on hand taken, the rest owed: BACKORDERED with each
+  line's units taken (order_service/backorders.py); owed units are in no flow, so a backorder's
+  slow path polls the stock database's decision (GET /flags) instead of the flow.
 - insufficient, voided: a decision of the stock database, recorded before the answer, that
   nothing was deducted and nothing ever will be (a late attempt of the flag, one that passed
   the Redis check before the refusal, finds the decision): FAILED at once, and a 409 for lack
@@ -42,18 +45,19 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any
 
 import redis
 
 from coordination.locks import LockTimeout
-from order_service import transitions
+from order_service import settlement, transitions
 from order_service.batching import KeyTaken, OrderBatches, Placed, Rejected
 from order_service.fill_store import Confirmed
-from order_service.fills import Filled, filled_of
+from order_service.fills import Filled
 from order_service.model import (
+    BACKORDERED,
     CONFIRMED,
     FAILED,
     OUTCOME_UNKNOWN,
@@ -66,7 +70,6 @@ from order_service.model import (
     Placement,
     StockRejected,
 )
-from order_service.settlement import decided_status, failed_because, filled_after_polls
 from order_service.stock_answers import UNKNOWN
 from order_service.stock_client import StockAnswer, StockClient
 from order_service.store import OrderStore
@@ -153,14 +156,18 @@ class OrderFlow:
         return replace(placement, fields=row.answer_fields()) if row else placement
 
     def slow_path(self, order_id: str, request: OrderRequest, answer: StockAnswer) -> Placement:
-        """The outcome the batch could not learn: the flows polled, the decision asked."""
+        """The outcome the batch could not learn: its flows (a backorder's decision) polled."""
         # Every attempt answered, none deducting (a call refused whole): no flow to wait for.
-        if answer.outcome != UNKNOWN or answer.uncertain:
+        may_commit = answer.outcome != UNKNOWN or answer.uncertain
+        if request.fill.backorder:
+            waits = self.confirm_backoff if may_commit else ()
+            return self.settle_unknown(order_id, request, answer, waits)
+        if may_commit:
             flows = self.poll_flows(order_id)
             if flows and request.fill.plain:
                 return self.confirm(order_id, request)
             if flows:
-                filled = filled_after_polls(
+                filled = settlement.filled_after_polls(
                     self.stock, order_id, request.lines, request.fill, flows
                 )
                 if filled is not None:
@@ -186,24 +193,27 @@ class OrderFlow:
         order_id: str,
         request: OrderRequest,
         answer: StockAnswer,
+        waits: Sequence[float] = (),
     ) -> Placement:
         """No flow after the polls: ask the stock database what it decided, changing nothing.
         Decided, its decision is final. Undecided (the deduction could not run: no lock
         quorum, the stock service unreachable), or no answer: the order stays PENDING, and
         the elected reconciler deducts again under the same flag once the dependency is back,
         voiding it only after RECONCILE_VOID_AFTER: a fault healed within that bound loses no
-        sale (before, the order was voided here, with the stock on the shelf)."""
+        sale (before, the order was voided here, with the stock on the shelf). `waits`: asked
+        again after each while undecided."""
         why = answer.error or f"the stock service answered {answer.outcome}"
         unavailable = "redis" if answer.outcome == Outcome.UNKNOWN_FLAG else STOCK_SERVICE
-        decision = self.stock.decision(order_id)
+        decision = settlement.decision_after_polls(self.stock, order_id, waits, self.sleep)
         if decision is None or decision.outcome is None:
             return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, why, unavailable=unavailable)
-        status = decided_status(decision, request.lines, request.fill.partial)
-        if status == CONFIRMED:
-            filled = filled_of(request.lines, request.fill, decision.flows, decision.body)
-            return self.confirm(order_id, request, filled)
+        fill = request.fill
+        status = settlement.decided_status(decision, request.lines, fill.partial, fill.backorder)
+        if status in (CONFIRMED, BACKORDERED):
+            filled = settlement.decided_fill(decision, request.lines, fill)
+            return self.confirm(order_id, request, filled, status)
         if status == FAILED:
-            code = failed_because(decision)
+            code = settlement.failed_because(decision)
             return self.finish(order_id, FAILED, code, why, unavailable=unavailable)
         # Flows that are not this order's lines: never guessed; left for a person.
         detail = f"flows {decision.deducted_lines()} differ from the order's lines"
@@ -235,20 +245,25 @@ class OrderFlow:
         )
 
     def confirm(
-        self, order_id: str, request: OrderRequest, filled: Filled | None = None
+        self,
+        order_id: str,
+        request: OrderRequest,
+        filled: Filled | None = None,
+        status: str | None = None,
     ) -> Placement:
-        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now; `filled`:
-        what it filled and where from, recorded with it (none: a plain order, filled whole)."""
+        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now, or (`status`)
+        a backorder BACKORDERED; `filled`: what it filled and where from, recorded with it
+        (none: a plain order, filled whole)."""
+        status = request.confirmed if status in (None, CONFIRMED) else status
         if filled is None:
-            return self.finish(order_id, request.confirmed, hold_for=request.pay_within)
-        confirmed = Confirmed(order_id, filled, lines=not request.fill.plain)
+            return self.finish(order_id, status, hold_for=request.pay_within)
         return self.finish(
             order_id,
-            request.confirmed,
-            shortfalls=filled.shortfalls(request.lines),
+            status,
+            shortfalls=filled.shortfalls(request.lines) if status != BACKORDERED else [],
             hold_for=request.pay_within,
-            confirmed=confirmed,
-            fields=request.answer_fields(request.confirmed, filled),
+            confirmed=Confirmed(order_id, filled, lines=not request.fill.plain),
+            fields=request.answer_fields(status, filled),
         )
 
     def undo_rejected(self, order_id: str, answer: StockAnswer) -> StockRejected:
@@ -262,15 +277,7 @@ class OrderFlow:
             self.redis.delete(order_id)
         except redis.RedisError:
             log.warning("could not delete flag %s of a rejected order", order_id)
-        body = answer.body if isinstance(answer.body, dict) else {}
-        message = str(body.get("error") or "rejected by the stock service")
-        unknown = body.get("goodsIds") if answer.status == 404 else None
-        places = body.get("locations") if answer.status == 404 else None
-        return StockRejected(
-            message,
-            list(unknown) if unknown is not None else None,
-            list(places) if places is not None and unknown is None else None,
-        )
+        return StockRejected.of(answer.status, answer.body)
 
     def replay(self, existing: OrderRow, request: OrderRequest) -> Placement:
         """A repeat of an Idempotency-Key: nothing new created; the order's state now, once its

@@ -3,9 +3,11 @@ rows a repository returns, a request to place one and what placing it came to.
 
     PENDING --(the stock database decided)--> CONFIRMED | FAILED
        |                                  \\-> AWAITING_PAYMENT (a hold) --pay--> CONFIRMED
-       |                                                      \\--expired--> CANCELLING
+       |                                  |                   \\--expired--> CANCELLING
+       |                                  \\-> BACKORDERED (fill=backorder, units owed)
+       |                                        --every line filled (the reconciler)--> CONFIRMED
        \\--cancel--> CANCELLING --(its stock returned, or its flag voided)--> CANCELLED
-    CONFIRMED and AWAITING_PAYMENT --cancel--> CANCELLING
+    CONFIRMED, AWAITING_PAYMENT and BACKORDERED --cancel--> CANCELLING
     (nothing) --cancel by key--> CANCELLED (a tombstone: a later genOrder under the key is
                                   answered CANCELLED)
 
@@ -23,14 +25,22 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from order_service.fills import ALL, Fill, Filled, answer_fields, items_json
+from order_service.fills import ALL, Fill, Filled, answer_fields, items_json, owed_json
 
 PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
 AWAITING_PAYMENT = "AWAITING_PAYMENT"  # deducted and held, until paid or expired
 CANCELLING = "CANCELLING"  # a cancel decided; its stock is being returned
 CANCELLED = "CANCELLED"  # its stock returned (or its flag voided: nothing was deducted)
-# The orders holding stock, whose cancel returns it.
+# Placed with fill=backorder: what was on hand taken, the rest owed, its lines waiting in line
+# for units (docs/backorders.md); CONFIRMED once every line is filled (order_service/
+# backorder_passes.py). Its flows are only what was on hand: the rest comes as the stock
+# service's hand-overs (backorder_filled), so it is in neither HOLDING nor PENDING.
+BACKORDERED = "BACKORDERED"
+# The orders holding stock, whose cancel returns it (their flows are their lines).
 HOLDING = (CONFIRMED, AWAITING_PAYMENT)
+# The orders a cancel moves to CANCELLING (a BACKORDERED one gives back what it took and was
+# handed, and gives up its place in line).
+CANCELLABLE = (PENDING, *HOLDING, BACKORDERED)
 
 # The reasons an order records, each a code, then ": " and a detail where there is one. A
 # FAILED order's reason is one of the first three: each is a decision of the stock database
@@ -46,6 +56,8 @@ HOLD_EXPIRED = "cancelled: the hold expired unpaid"
 # A cancel by Idempotency-Key that came before its order: a tombstone under the key, so the
 # genOrder that arrives later is answered CANCELLED and deducts nothing.
 CANCELLED_BEFORE_PLACED = "cancelled: by the buyer, before the order was placed"
+# A BACKORDERED order confirmed by the elected reconciler: every line filled.
+BACKORDER_FILLED = "backorder_filled: every line filled"
 
 
 @dataclass(frozen=True)
@@ -104,12 +116,14 @@ class OrderRow:
             body["fill"] = self.fill.mode
         if self.allocations:
             body["allocations"] = Filled({}, self.allocations).allocations_json()
+        if self.status == BACKORDERED:
+            body["backordered"] = owed_json(self.lines, self.filled)
         return body
 
     def answer_fields(self) -> dict[str, Any]:
         """What genOrder's answer adds for it (a repeat of its Idempotency-Key)."""
-        failed = self.status == FAILED
-        return answer_fields(self.lines, self.fill, self.filled, self.allocations, failed)
+        failed, owing = self.status == FAILED, self.status == BACKORDERED
+        return answer_fields(self.lines, self.fill, self.filled, self.allocations, failed, owing)
 
 
 @dataclass(frozen=True)
@@ -132,7 +146,8 @@ class OrderRequest:
         from `default` (order_service/fills.py)."""
         units: Mapping[str, int | None] = filled.lines if filled is not None else {}
         allocations = filled.allocations if filled is not None else ()
-        return answer_fields(self.lines, self.fill, units, allocations, status == FAILED)
+        failed, owing = status == FAILED, status == BACKORDERED
+        return answer_fields(self.lines, self.fill, units, allocations, failed, owing)
 
     def fingerprint(self) -> str:
         fields: dict[str, object] = {"userId": self.user_id, "lines": self.lines}
@@ -193,3 +208,16 @@ class StockRejected(Exception):
         super().__init__(message)
         self.unknown_goods = unknown_goods
         self.unknown_locations = unknown_locations  # lines naming locations it has not
+
+    @classmethod
+    def of(cls, status: int | None, body: Any) -> StockRejected:
+        """From reduceStock's refusal: its 404 names the goods ids, or else the locations."""
+        body = body if isinstance(body, dict) else {}
+        message = str(body.get("error") or "rejected by the stock service")
+        unknown = body.get("goodsIds") if status == 404 else None
+        places = body.get("locations") if status == 404 else None
+        return cls(
+            message,
+            list(unknown) if unknown is not None else None,
+            list(places) if places is not None and unknown is None else None,
+        )

@@ -8,9 +8,10 @@ orders failed or were confirmed):
   settings refuse less, so no request of it is still running): its request lost the stock
   service or a dependency of it (or died), and its attempts may have committed after it
   stopped polling. The stock database is asked what it decided for the flag (GET /flags):
-  deducted makes it CONFIRMED (a hold: AWAITING_PAYMENT, its clock starting now), refused or
-  voided FAILED. Undecided, the deduction is made again under the same flag (its flag
-  written again, then reduceStock: the decision table keeps it to one deduction), so a fault
+  deducted makes it CONFIRMED (a hold: AWAITING_PAYMENT, its clock starting now; a backorder
+  with a line still waiting for units: BACKORDERED), refused or voided FAILED. Undecided, the
+  deduction is made again under the same flag (its flag written again, then reduceStock with
+  the fill it asked for: the decision table keeps it to one deduction), so a fault
   healed since loses no sale; still undecided, it waits for the next pass, and once the order
   is older than `void_after` (RECONCILE_VOID_AFTER) its flag is voided instead: nothing was
   and nothing will be deducted, FAILED.
@@ -19,6 +20,8 @@ orders failed or were confirmed):
 - AWAITING_PAYMENT past its pay deadline: the hold expired unpaid; it is cancelled and its
   stock returned (order_service/cancellation.py: the expiry and a late pay race on the row, and
   exactly one wins).
+- BACKORDERED: confirmed once the stock service has filled every line of it
+  (order_service/backorder_passes.py);
 - reservations: pending ones settled, held ones past their expiry expired and their units
   returned, released or expired ones whose units are still owed returned
   (order_service/reservation_passes.py);
@@ -39,12 +42,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 
 from order_service import transitions
+from order_service.backorder_passes import BackorderReport, reconcile_backorders
 from order_service.cancellation import Cancellation, Outcome
 from order_service.fill_store import Confirmed
-from order_service.fills import filled_of
 from order_service.flags import FlagWriter
 from order_service.model import (
     AWAITING_PAYMENT,
+    BACKORDERED,
     CANCELLED,
     CANCELLING,
     CONFIRMED,
@@ -56,7 +60,7 @@ from order_service.model import (
 from order_service.reservation_passes import ReservationReport, reconcile_reservations
 from order_service.reservation_store import ReservationStore
 from order_service.reservations import Settlement
-from order_service.settlement import decided_status, failed_because
+from order_service.settlement import decided_fill, decided_status, failed_because, with_lines
 from order_service.stock_answers import REJECTED, StockDecision
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
@@ -73,6 +77,7 @@ class ReconcileReport:
     examined: int = 0
     pages: int = 0
     confirmed: list[str] = field(default_factory=list)
+    backordered: list[str] = field(default_factory=list)  # PENDING, now owing units in line
     failed: list[str] = field(default_factory=list)
     mismatched: list[str] = field(default_factory=list)  # flows that are not the order's lines
     unreachable: int = 0
@@ -80,6 +85,7 @@ class ReconcileReport:
     cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
     released: list[str] = field(default_factory=list)  # paid holds' units released
     reservations: ReservationReport = field(default_factory=ReservationReport)
+    backorders: BackorderReport = field(default_factory=BackorderReport)
 
 
 def reconcile(
@@ -119,6 +125,7 @@ def reconcile(
     _pages(store, PENDING, now - older_than, page_size, report, settle)
     _pages(store, CANCELLING, now - older_than, page_size, report, finish_cancel)
     _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True)
+    report.backorders = reconcile_backorders(store, stock, now, fence, before_write, page_size)
     # Before the paid holds' releases: a pass whose releases fail has settled these first.
     report.reservations = reconcile_reservations(
         Settlement(ReservationStore(store), stock),
@@ -181,10 +188,11 @@ def settle_one(
     decision = stock.decision(order.id) if again is not None else stock.void(order.id)
     if decision is not None and decision.outcome is None and again is not None:
         decision = again.settle(order, report)
+    decision = with_lines(stock, order.id, order.fill, decision)  # a backorder's lines owed
     if decision is None or decision.outcome is None:
         report.unreachable += decision is None
         return
-    status = decided_status(decision, order.lines, order.fill.partial)
+    status = decided_status(decision, order.lines, order.fill.partial, order.fill.backorder)
     if status is None:
         report.mismatched.append(order.id)  # for a person to look at; never guessed
         log.error("order %s: flows %s are not its lines", order.id, decision.deducted_lines())
@@ -199,16 +207,16 @@ def settle_one(
         store, order.id, PENDING, status, reason, fence, order.pay_within, confirmed
     )
     if moved:
-        placed = status in (CONFIRMED, AWAITING_PAYMENT, CANCELLED)
-        (report.confirmed if placed else report.failed).append(order.id)
+        ended = {BACKORDERED: report.backordered, FAILED: report.failed}
+        ended.get(status, report.confirmed).append(order.id)  # placed, or cancelled
         log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)
 
 
 def _confirmed(order: OrderRow, decision: StockDecision) -> Confirmed | None:
     """What a deducted flag filled of the order, to record with its settlement: each line's
-    units for an order that asked for a fill or a location, and the allocations; none to
-    record for a plain order taken from `default`."""
-    filled = filled_of(order.lines, order.fill, decision.flows, decision.body)
+    units for an order that asked for a fill or a location (a backorder's so far), and the
+    allocations; none to record for a plain order taken from `default`."""
+    filled = decided_fill(decision, order.lines, order.fill)
     if filled is None or (order.fill.plain and not filled.allocations):
         return None
     return Confirmed(order.id, filled, lines=not order.fill.plain)
@@ -235,7 +243,7 @@ class DeductAgain:
         hold = bool(order.pay_within)
         if order.fill.plain:
             answer = self.stock.reduce_stock(order.id, order.lines, hold=hold)
-        else:  # as its genOrder asked: partial, the lines' locations
+        else:  # as its genOrder asked: partial or backorder, the lines' locations
             answer = self.stock.reduce_stock(order.id, order.lines, hold=hold, fill=order.fill)
         if answer.outcome == REJECTED:  # its goods are unknown: nothing can be deducted
             return self.stock.void(order.id)

@@ -193,7 +193,8 @@ def lead(
             failures = 0
             log.info(
                 "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
-                "retried=%d unreachable=%d reservations_expired=%d",
+                "retried=%d unreachable=%d reservations_expired=%d backordered=%d "
+                "backorders_confirmed=%d",
                 identifier,
                 token,
                 time.time(),
@@ -204,6 +205,8 @@ def lead(
                 len(report.retried),
                 report.unreachable,
                 len(report.reservations.expired),
+                len(report.backordered),
+                len(report.backorders.confirmed),
             )
         stop.wait(settings.reconcile_interval)
 

@@ -150,9 +150,10 @@ class ReservationOrders:
 
 def same_lines(found: Reservation, request: OrderRequest) -> None:
     """ReservationMismatch (nothing written) unless the order asks exactly what was reserved."""
-    if request.fill.partial:
+    if request.fill.partial or request.fill.backorder:
         raise ReservationMismatch(
-            "fill: a reservation is all or nothing; its order cannot be partial", "fill"
+            f"fill: a reservation is all or nothing; its order cannot be {request.fill.mode}",
+            "fill",
         )
     if dict(request.lines) != dict(found.lines):
         raise ReservationMismatch(

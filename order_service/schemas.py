@@ -33,6 +33,7 @@ class OrderStatus(StrEnum):
     CONFIRMED = "CONFIRMED"
     FAILED = "FAILED"
     AWAITING_PAYMENT = "AWAITING_PAYMENT"
+    BACKORDERED = "BACKORDERED"
     CANCELLING = "CANCELLING"
     CANCELLED = "CANCELLED"
 
@@ -96,14 +97,19 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             ),
         ] = None  # type: ignore[assignment]
         # Any value is taken here and judged by the route (order_service/fills.py, fill_of):
-        # one other than these two is refused with 422, as the stock service refuses it.
+        # one other than these three is refused with 422, as the stock service refuses it.
         fill: Annotated[
             Any,
             Field(
                 description="all (the default): every line filled whole, or the order fails; "
                 "partial: confirmed with what the stock can fill (at least one unit), each "
                 "line's `filled` in the answer and `shortfalls` the lines not filled whole; "
-                "what was not filled is never deducted later. Any other value: 422",
+                "what was not filled is never deducted later; backorder: what is on hand "
+                "taken, the rest owed within each goods id's backorder limit (else FAILED as "
+                "all is): BACKORDERED, the units owed per line in `backordered`, filled oldest "
+                "order first as units arrive and CONFIRMED once every line is filled (by the "
+                "reconciler, within RECONCILE_INTERVAL); with a line's location or "
+                "payWithinSeconds: 422. Any other value: 422",
                 json_schema_extra={"enum": list(FILLS)},
             ),
         ] = ALL_OR_NOTHING
@@ -170,7 +176,8 @@ class OrderLine(BaseModel):
     filled: int | None = Field(
         None,
         description="an order that asked for a fill or a location: the units filled (null "
-        "while unknown). Absent: all or nothing, filled whole once deducted",
+        "while unknown; a backorder: taken on hand, and handed to it since). Absent: all or "
+        "nothing, filled whole once deducted",
     )
     location: str | None = Field(None, description="the location the line named")
 
@@ -179,6 +186,11 @@ class OrderAllocation(BaseModel):
     goodsId: str
     location: str
     num: int
+
+
+class LineOwed(BaseModel):
+    goodsId: str
+    num: int = Field(description="units owed, waiting in line for stock to arrive")
 
 
 class LineShortfall(BaseModel):
@@ -196,7 +208,8 @@ class OrderAnswer(Answer):
     status: OrderStatus
     result: Literal["success", "false", "pending", "cancelled"] = Field(
         description="the article's field: success (CONFIRMED, or AWAITING_PAYMENT: placed and "
-        "held), false (FAILED), pending (PENDING, CANCELLING), cancelled (CANCELLED)"
+        "held, or BACKORDERED: placed, units owed), false (FAILED), pending (PENDING, "
+        "CANCELLING), cancelled (CANCELLED)"
     )
     reason: str | None = Field(None, description="why FAILED, or why still PENDING")
     shortfalls: list[LineShortfall] | None = Field(
@@ -205,7 +218,7 @@ class OrderAnswer(Answer):
         "(available: what was filled of it)",
     )
     payBy: str | None = Field(None, description="a hold: the payment's deadline (UTC)")
-    fill: Literal["all", "partial"] | None = Field(
+    fill: Literal["all", "partial", "backorder"] | None = Field(
         None, description="an order that asked for a fill or a location: what it asked"
     )
     items: list[OrderLine] | None = Field(
@@ -213,6 +226,11 @@ class OrderAnswer(Answer):
     )
     allocations: list[OrderAllocation] | None = Field(
         None, description="where its units were taken from, when the stock service said"
+    )
+    backordered: list[LineOwed] | None = Field(
+        None,
+        description="BACKORDERED: the units each line still owes (ordered, less what it has "
+        "had: taken when placed, and handed to it since as the reconciler last saw it)",
     )
 
 
@@ -226,11 +244,16 @@ class OrderView(Answer):
     updateTime: str
     payBy: str | None = None
     paidTime: str | None = None
-    fill: Literal["all", "partial"] | None = Field(
+    fill: Literal["all", "partial", "backorder"] | None = Field(
         None, description="an order that asked for a fill or a location: what it asked"
     )
     allocations: list[OrderAllocation] | None = Field(
         None, description="where its units were taken from, when the stock service said"
+    )
+    backordered: list[LineOwed] | None = Field(
+        None,
+        description="BACKORDERED: the units each line still owes (ordered, less what it has "
+        "had: taken when placed, and handed to it since as the reconciler last saw it)",
     )
 
 

@@ -19,6 +19,9 @@ REJECTED = "rejected"  # the order's own goods are unknown (404, unknown_goods):
 # not (the single route's 404 {"error": "unknown location", "locations": [...]}).
 UNKNOWN_LOCATION = "unknown_location"
 RETRYABLE_STATUS = frozenset({500, 502, 503, 504})
+# The outcomes the single route answers 200: deducted (a backorder: what was on hand, the rest
+# owed), or deducted before.
+DEDUCTED = frozenset({Outcome.DEDUCTED, Outcome.BACKORDERED, Outcome.DUPLICATE})
 
 
 @dataclass
@@ -85,7 +88,7 @@ def take_result(answer: StockAnswer, result: dict[str, Any]) -> None:
         answer.own_goods_unknown(404, body)
         return
     answer.outcome = str(outcome)
-    answer.status = 200 if outcome in (Outcome.DEDUCTED, Outcome.DUPLICATE) else 409
+    answer.status = 200 if outcome in DEDUCTED else 409
 
 
 def own_unknown(body: Any) -> bool:

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from order_service.fills import ALL, PARTIAL, Fill
+from order_service.fills import ALL, Fill
 from order_service.retry import RetryBudget
 from order_service.stock_answers import (
     RETRYABLE_STATUS,
@@ -58,8 +58,8 @@ def entry(flag: str, lines: dict[str, int], hold: bool, fill: Fill = ALL) -> byt
     }
     if hold:
         part["hold"] = True
-    if fill.partial:
-        part["fill"] = PARTIAL
+    if fill.asked:  # partial or backorder
+        part["fill"] = fill.asked
     return json.dumps(part, separators=(",", ":")).encode()
 
 

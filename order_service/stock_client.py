@@ -27,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from order_service.fills import ALL, PARTIAL, Fill
+from order_service.fills import ALL, Fill
 from order_service.retry import CallPolicy, RetryBudget
 from order_service.stock_answers import (
     RETRYABLE_STATUS,
@@ -129,11 +129,11 @@ class StockClient:
         one start instead of holding it up while this call is in trouble); `hold`: a hold's
         deduction, its units held until paid (release_hold). `answer` and `budget`: a call
         carried on alone after a batched one (order_service/stock_batch.py), keeping what its
-        attempts so far said and the time they left. `fill`: partial (?fill=partial) and the
-        lines' locations, each sent only when asked for."""
+        attempts so far said and the time they left. `fill`: partial or backorder (?fill=...) and
+        the lines' locations, each sent only when asked for."""
         params = {"hold": "true"} if hold else {}
-        if fill.partial:
-            params["fill"] = PARTIAL
+        if fill.asked:  # partial or backorder, only when asked
+            params["fill"] = fill.asked
         body = [line_json(g, n, fill) for g, n in sorted(lines.items())]
         budget = budget or self.budget()
         answer = answer or StockAnswer(UNKNOWN)

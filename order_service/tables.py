@@ -23,7 +23,7 @@ orders = Table(
     metadata,
     Column("id", String(32), primary_key=True),
     Column("user_id", String(64), nullable=False),
-    # PENDING, CONFIRMED, FAILED, AWAITING_PAYMENT (a hold), CANCELLING, CANCELLED
+    # PENDING, CONFIRMED, FAILED, AWAITING_PAYMENT (a hold), BACKORDERED, CANCELLING, CANCELLED
     Column("status", String(16), nullable=False),
     Column("reason", String(200), nullable=True),  # why FAILED, or why still PENDING
     # Unique: a repeat of a key finds the first order instead of inserting a second one.
@@ -36,9 +36,10 @@ orders = Table(
     Column("pay_within", Integer, nullable=True),
     Column("pay_deadline", Timestamp, nullable=True),
     Column("paid_at", Timestamp, nullable=True),
-    # "partial" (genOrder's fill): confirmed with what the stock could fill; null: all or
-    # nothing, as every order placed before it existed (order_service/fills.py)
-    Column("fill_mode", String(8), nullable=True),
+    # "partial" (genOrder's fill): confirmed with what the stock could fill; "backorder": what
+    # was on hand, the rest owed (BACKORDERED until filled); null: all or nothing, as every
+    # order placed before it existed (order_service/fills.py)
+    Column("fill_mode", String(16), nullable=True),
     # The reconciler pages through the PENDING and CANCELLING orders, oldest first, and the
     # holds by their deadline.
     Index("ix_orders_status_created", "status", "created_at"),
@@ -60,7 +61,9 @@ order_details = Table(
     # service allocates it.
     Column("location", String(64), nullable=True),
     # The units filled, recorded when an order that asked for a fill or a location is
-    # confirmed; null for the others (filled whole once deducted), and before.
+    # confirmed (a backorder: those taken on hand when BACKORDERED, with what was handed to it
+    # as the reconciler last saw it, its lines whole once CONFIRMED); null for the others
+    # (filled whole once deducted), and before.
     Column("filled", Integer, nullable=True),
 )
 

@@ -72,7 +72,7 @@ class NewOrder:
             "pay_within": self.pay_within,
             "pay_deadline": None,
             "paid_at": None,
-            "fill_mode": self.fill.mode if self.fill.partial else None,  # null: all or nothing
+            "fill_mode": self.fill.asked,  # partial or backorder; null: all or nothing
         }
 
 

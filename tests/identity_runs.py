@@ -184,15 +184,21 @@ class _Stock:
     """The stock service's answers (HTTP is not an identity of the cluster's stores): an
     undecided order, deducted again, then voided; a cancel's return; a hold's release."""
 
-    def __init__(self, partial: str = "") -> None:
+    def __init__(self, partial: str = "", backorder: str = "") -> None:
         self.asked: set[str] = set()
         self.partial = partial  # a partial order's flag, decided deducted: 1 of its 2 units
+        self.backorder = backorder  # a backorder's: 1 unit on hand, the other owed and filled
 
     def decision(self, flag: str) -> StockDecision:
         if flag == self.partial:
             flows = [{"goodsId": "g", "num": 1}]
             where = [{"goodsId": "g", "location": "north", "num": 1}]
             return StockDecision(Decided.DEDUCTED, flows, {"allocations": where})
+        if flag == self.backorder:
+            flows = [{"goodsId": "g", "num": 1}]
+            line = {"goodsId": "g", "wanted": 1, "filled": 1, "state": "filled"}
+            body = {"decision": Decided.DEDUCTED, "flows": flows, "backorders": [line]}
+            return StockDecision(Decided.DEDUCTED, flows, body)
         seen = flag in self.asked
         self.asked.add(flag)
         return StockDecision(Decided.VOIDED if seen else None, [])
@@ -210,14 +216,15 @@ class _Stock:
         return True
 
 
-def seed_orders(owner: Engine, settings: Settings) -> str:
+def seed_orders(owner: Engine, settings: Settings) -> tuple[str, str]:
     """One order of each kind a pass settles, written as the order service's role: PENDING
     past the reconciler's age (and within RECONCILE_VOID_AFTER: deducted again), CANCELLING,
     a hold past its deadline, and a paid hold whose release is still to send; and a
     reservation of each kind a pass settles: pending past the same age (its flag voided:
-    failed), held past its expiry (expired, its units returned); and a PENDING partial order
-    whose flag was deducted, confirmed with what each line filled and where (its id
-    returned)."""
+    failed), held past its expiry (expired, its units returned); a PENDING partial order
+    whose flag was deducted, confirmed with what each line filled and where; and a
+    BACKORDERED order whose line owed was filled since, confirmed with its units (the ids of
+    these two returned)."""
     now = datetime.now(UTC).replace(tzinfo=None)
     old = now - timedelta(seconds=settings.reconcile_age() + 5)
     ids = [new_id() for _ in range(4)]
@@ -242,9 +249,22 @@ def seed_orders(owner: Engine, settings: Settings) -> str:
                 | {"created_at": old, "updated_at": old}
             ],
         )
+        backorder = new_id()
+        conn.execute(
+            insert(orders),
+            [
+                {"id": backorder, "user_id": "u", "status": "BACKORDERED"}
+                | {"fill_mode": "backorder", "created_at": old, "updated_at": old}
+            ],
+        )
         conn.execute(
             insert(order_details),
-            [{"id": new_id(), "order_id": partial, "goods_id": "g", "goods_num": 2}],
+            [
+                {"id": new_id(), "order_id": partial, "goods_id": "g", "goods_num": 2}
+                | {"filled": None},
+                {"id": new_id(), "order_id": backorder, "goods_id": "g", "goods_num": 2}
+                | {"filled": 1},
+            ],
         )
         held = {"state": "held", "expires_at": now - timedelta(seconds=1)}
         kinds: list[dict[str, Any]] = [{"state": "pending", "expires_at": None}, held]
@@ -257,18 +277,18 @@ def seed_orders(owner: Engine, settings: Settings) -> str:
             insert(reservation_lines),
             [{"reservation_id": r["id"], "goods_id": "g", "num": 1} for r in kept],
         )
-    return partial
+    return partial, backorder
 
 
 def reconciler_pass(settings: Settings, owner: Engine, capture: Any) -> Any:
     """One pass of the elected reconciler, built as reconciler.serve builds it."""
-    partial = seed_orders(owner, settings)
+    partial, backorder = seed_orders(owner, settings)
     parts = reconciler.Parts.of(settings, "reconciler")
     watched = capture(parts.store.engine)
     with watched.refusals():
         reconciling.reconcile(
             parts.store,
-            cast(Any, _Stock(partial)),
+            cast(Any, _Stock(partial, backorder)),
             timedelta(seconds=settings.reconcile_age()),
             fence=Fence(settings.reconciler_epoch, 1),
             flags=parts.flags,
