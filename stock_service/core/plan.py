@@ -100,8 +100,9 @@ class Plan:
 
     @property
     def writes(self) -> bool:
-        """Whether the plan has anything to commit: a level, a flow, a return, a refusal."""
-        return bool(self.changed or self.refused or self.created)
+        """Whether the plan has anything to commit: a level, a flow, a return (one that gives
+        back nothing still moves its flag and gives up its line), a refusal."""
+        return bool(self.changed or self.refused or self.created or self.returned)
 
     def deducted(self, requests: Iterable[Request]) -> list[Request]:
         return [

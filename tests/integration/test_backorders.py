@@ -195,3 +195,25 @@ def test_bad_input_is_refused_and_writes_nothing(services: Services) -> None:
     named = s.stock.put(f"/reduceStock/{flag}?fill=backorder", json=line)
     assert named.status_code == 422, named.json
     assert s.stock.get(f"/stock/{goods}").json["backorderLimit"] == 0
+
+
+def test_a_cancel_of_a_line_that_had_nothing_still_gives_up_its_place(
+    services: Services,
+) -> None:
+    """A backordered flag that took nothing on hand and was handed nothing: its return moves
+    no level, yet its flag is returned and its line leaves, so the next units go on."""
+    s = services
+    goods = unique()
+    s.seed(goods, 0)
+    assert limit(s, goods, 5).status_code == 200
+    first, second = order(s, goods, 1), order(s, goods, 1)
+    cancelled = s.stock.put(f"/returnStock/{first.json['flag']}")
+    assert cancelled.json["outcome"] == "returned", cancelled.json
+    assert s.stock.get(f"/flags/{first.json['flag']}").json["decision"] == "returned"
+    restock(s, goods, 1)
+    assert [(state, filled) for _, _, filled, state in lines(s, goods)] == [
+        ("cancelled", 0),
+        ("filled", 1),
+    ]
+    assert second.json["outcome"] == "backordered"
+    ledger_holds(s, goods, 5)

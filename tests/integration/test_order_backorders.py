@@ -196,12 +196,6 @@ def test_a_cancel_gives_back_what_it_had_and_gives_up_its_place(services: Servic
     assert s.level(goods) == 2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the stock service's returnStock of a backordered flag that took nothing on hand and "
-    "was handed nothing yet answers `returned` but writes nothing (its plan has no level to "
-    "move, so Plan.writes is false): the line keeps waiting and is handed the next units",
-)
 def test_a_cancelled_backorder_is_never_confirmed_by_a_later_pass(services: Services) -> None:
     s = services
     goods = unique()

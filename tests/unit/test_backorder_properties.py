@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from shared.contract import AS_DEDUCTION, Decided, Outcome
 from stock_service.core.backorders import Waiting
-from stock_service.core.model import Adjustment, Kind, Request
+from stock_service.core.model import Adjustment, Entry, Kind, Request
 from stock_service.core.places import DEFAULT
 from stock_service.core.plan import Plan, plan
 
@@ -202,7 +202,14 @@ def test_no_line_is_served_while_an_earlier_one_waits_and_the_cap_holds(
     p = planned(w, batch)
     queue = {g: [[f, rem] for f, rem in lines] for g, lines in w.waiting.items()}
     owed = {g: w.owed(g) for g in GOODS}
-    for entry in p.entries:
+
+    def give_up(flag: str, g: str) -> None:
+        for x in queue.get(g, []):
+            if x[0] == flag:
+                owed[g] -= x[1]
+                x[1] = 0
+
+    def take(entry: Entry) -> None:
         g = entry.goods_id
         if entry.kind == "backordered":
             flag = batch[entry.index].flag
@@ -211,17 +218,23 @@ def test_no_line_is_served_while_an_earlier_one_waits_and_the_cap_holds(
             owed[g] += units
             assert owed[g] <= w.limits[g], (g, owed[g], w.limits[g])
         elif entry.kind == "backorder_filled":
-            line = queue[g]
-            first = next(x for x in line if x[1] > 0)
-            assert first[0] == entry.flag, ("a later line served first", entry, line)
+            first = next(x for x in queue[g] if x[1] > 0)
+            assert first[0] == entry.flag, ("a later line served first", entry, queue[g])
             first[1] += entry.delta
             owed[g] += entry.delta
-        elif entry.kind == "returned":
-            flag = batch[entry.index].flag
-            for x in queue.get(g, []):
-                if x[0] == flag:
-                    owed[g] -= x[1]
-                    x[1] = 0
+
+    # request by request, in the batch's order: a return gives back (its `returned` lines),
+    # then its flag leaves every line, then what came back is handed on
+    for i, asked in enumerate(batch):
+        mine = [e for e in p.entries if e.index == i]
+        returning = asked.kind is Kind.RETURN and p.decisions[i].outcome is Outcome.RETURNED
+        for entry in mine if not returning else [e for e in mine if e.kind == "returned"]:
+            take(entry)
+        if returning:
+            for g in GOODS:
+                give_up(asked.flag, g)
+            for entry in (e for e in mine if e.kind != "returned"):
+                take(entry)
         for line in queue.values():
             line[:] = [x for x in line if x[1] > 0]
     # a return of a flag waiting on nothing it had: it still leaves the line
