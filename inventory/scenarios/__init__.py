@@ -5,7 +5,8 @@ and ended with the invariant check.
 Each scenario starts a stack of its own (FAULT_INJECTION=true, short timeouts so the story
 takes seconds, not minutes) in a temporary home, and stops it afterwards. rig.py holds what
 they share; retries.py, holders.py, leader_loss.py and the others the scenarios
-(locations.py, with shelves.py, a story of stock in several places rather than a fault).
+(locations.py, with shelves.py, a story of stock in several places rather than a fault;
+backorders.py, with waiting.py, of backorders and reservations).
 
 SCENARIOS is the one list of them: the command's choices, `make demo SCENARIO=...` and the
 table of docs/scenarios.md come from it or are checked against it. It imports none of them
@@ -124,6 +125,13 @@ SCENARIOS = (
         "locations",
         "stock in two locations: an order whole from one, a line split only when none can "
         "fill it, a partial fill, a transfer received once for two receives",
+    ),
+    Scenario(
+        "backorders",
+        "backorders",
+        "backorders",
+        "three buyers in line for stock not yet here, filled oldest first by a restock, a fourth "
+        "past the limit refused; a reservation expired by the reconciler, its units back once",
     ),
 )
 NAMES = tuple(s.name for s in SCENARIOS)

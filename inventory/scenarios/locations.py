@@ -58,7 +58,7 @@ def locations(console: Console | None = None) -> ScenarioResult:
                 "The checks: the invariants (I1-I9, as `inventory check`), then the locations' "
                 "(L1-L4: inventory/check/locations.py)."
             )
-            checks = finish(state, story, prefix) + _location_checks(state, story, prefix)
+            checks = finish(state, story, prefix) + location_checks(state, story, prefix)
         finally:
             client.close()
     return _verdict(facts, checks)
@@ -224,7 +224,7 @@ def _transfer(shelf: Shelf) -> dict[str, Any]:
     }
 
 
-def _location_checks(state: stack_state.StackState, story: Story, prefix: str) -> list[Any]:
+def location_checks(state: stack_state.StackState, story: Story, prefix: str) -> list[Any]:
     engine = make_engine(state.stock_database_url)
     try:
         checks = check_locations(read_places(engine, prefix))

@@ -25,8 +25,20 @@ def settle_pending(
     """Settle every PENDING order of the scenario's stack now (its own stack: nothing else is
     in flight, so no age is waited for) and tell what the pass did."""
     report = pass_once(scenario_settings(state, env), timedelta(0))
-    story.show(
+    told = (
         f"the reconciler's pass: {len(report.confirmed)} confirmed, {len(report.failed)} "
         f"failed, {len(report.retried)} still undecided"
     )
+    backorders, reservations = report.backorders, report.reservations
+    if backorders.confirmed or backorders.progressed:
+        told += (
+            f"; backordered orders: {len(backorders.confirmed)} confirmed (every line filled), "
+            f"{len(backorders.progressed)} handed units"
+        )
+    if reservations.expired or reservations.returned:
+        told += (
+            f"; reservations: {len(reservations.expired)} expired, "
+            f"{len(reservations.returned)} with their units returned"
+        )
+    story.show(told)
     return report

@@ -162,3 +162,50 @@ def test_locations_allocate_whole_split_only_when_none_can_fill_and_transfer_onc
     assert moved["cancel_after"] == 409
     assert {c.invariant for c in result.checks} >= {"I1", "I3", "I9", "L1", "L2", "L3", "L4"}
     assert result.violations == []
+
+
+def test_backorders_fill_the_oldest_first_and_a_reservation_comes_back_once() -> None:
+    result = scenarios.backorders()
+    assert result.ok, result
+    line, fourth = result.facts["line"], result.facts["fourth"]
+    # Three buyers with nothing on hand: each BACKORDERED, in line in the order they came.
+    assert line["statuses"] == ["BACKORDERED"] * 3 and line["codes"] == [200] * 3
+    assert line["backordered"] == [1, 1, 1] and line["in_line"] == ["ann", "ben", "cat"]
+    assert line["owed"] == 3
+    # A fourth would pass the limit of 3: refused, nothing owed.
+    assert (fourth["code"], fourth["status"], fourth["reason"]) == (
+        409,
+        "FAILED",
+        "insufficient_stock",
+    )
+    assert not fourth["owed_moved"]
+    # A restock of two: the two oldest filled, the third still waiting; nothing left on hand.
+    assert [(x["buyer"], x["filled"], x["state"]) for x in result.facts["restock"]["lines"]] == [
+        ("ann", 1, "filled"),
+        ("ben", 1, "filled"),
+        ("cat", 0, "waiting"),
+    ]
+    assert result.facts["restock"]["after"]["num"] == 0
+    assert result.facts["restock"]["after"]["owed"] == 1
+    # The reconciler's pass confirms exactly the two filled orders.
+    confirmed = result.facts["pass"]
+    assert confirmed["confirmed"] == ["ann", "ben"]
+    assert confirmed["after"] == {"ann": "CONFIRMED", "ben": "CONFIRMED", "cat": "BACKORDERED"}
+    # A reservation left alone: held, still held when read past its expiry, expired by the
+    # pass with its units back, and a second pass returns nothing again.
+    expired = result.facts["expired"]
+    assert expired["made"] == 201 and (expired["held"]["num"], expired["held"]["held"]) == (3, 2)
+    assert expired["read_state"] == "held" and expired["late_delete"] == (409, "expired")
+    assert expired["expired"] and expired["returned"] and expired["state"] == "expired"
+    assert expired["units_returned"] is True
+    assert (expired["back"]["num"], expired["back"]["held"]) == (5, 0)
+    assert not expired["again"] and expired["after_again"] == expired["back"]
+    # A reservation consumed by genOrder: the order of its id, one flow, on hand moved once.
+    consumed = result.facts["consumed"]
+    assert (consumed["status"], consumed["same_id"], consumed["flows"]) == ("CONFIRMED", True, 1)
+    assert consumed["held"]["num"] == consumed["after"]["num"] == 4
+    assert consumed["after"]["held"] == 0 and consumed["state"] == "consumed"
+    assert {c.invariant for c in result.checks} >= {"I1", "I3", "I8", "I9", "L1", "L2", "L4"}
+    # Every violation, if any, is one the hand-overs explain exactly (the checks do not count
+    # backorder_fill yet); none other.
+    assert result.facts["unexplained"] == []

@@ -34,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         choices=["order", "herd", *scenarios.NAMES],
         help="order: one order end to end (default); herd: the article's herd effect; "
         "locations: stock in several places, allocated, partly filled, transferred; "
+        "backorders: orders in line for stock not yet here, and cart reservations; "
         "the others cause a fault for real (docs/scenarios.md tells each)",
     )
     parser.add_argument(
