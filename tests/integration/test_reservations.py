@@ -170,10 +170,12 @@ def test_an_order_and_its_repeat_racing_both_answer_the_one_order(services: Serv
         goods, key = unique(), {"Idempotency-Key": unique("key")}
         rid = held(s, goods)
         body = {"userId": "u1", "items": [{"goodsId": goods, "num": 2}], "reservationId": rid}
+
+        def place(_: int, body: dict[str, Any] = body, key: dict[str, str] = key) -> Any:
+            return s.order.post("/genOrder", json=body, headers=key)
+
         with ThreadPoolExecutor(max_workers=2) as pool:
-            answers = list(
-                pool.map(lambda _: s.order.post("/genOrder", json=body, headers=key), range(2))
-            )
+            answers = list(pool.map(place, range(2)))
         assert [a.status_code for a in answers] == [200, 200], [a.json for a in answers]
         assert {a.json["orderId"] for a in answers} == {rid}
         assert stock_of(s, goods) == (3, 0) and len(s.flows(flag=rid)) == 1
