@@ -1,6 +1,7 @@
 """The history of a chaos run: one record per HTTP attempt, as the client saw it.
 
-Outcomes of a genOrder, Jepsen's way: `ok` (200: the order is placed, CONFIRMED or held),
+Outcomes of a genOrder, Jepsen's way: `ok` (200: the order is placed, CONFIRMED or held, or
+BACKORDERED: what was on hand taken, the rest owed in line),
 `fail` (409 insufficient_stock: a definite refusal), and `unknown` for everything else (no
 answer, 5xx, 202 PENDING, a FAILED order for another reason). A checker may rely on ok and
 fail; an unknown may have happened or not. Cancels and pays (kind `cancel`, `pay`) are in the
@@ -46,7 +47,7 @@ def classify(status: int, body: object) -> tuple[str, str | None, str | None, st
     """(outcome, order id, order status, reason) of one answer."""
     data = body if isinstance(body, dict) else {}
     order_id, order_status, reason = data.get("orderId"), data.get("status"), data.get("reason")
-    if status == 200 and order_status in ("CONFIRMED", "AWAITING_PAYMENT"):
+    if status == 200 and order_status in ("CONFIRMED", "AWAITING_PAYMENT", "BACKORDERED"):
         return OK, order_id, order_status, reason
     if status == 409 and order_status == "FAILED" and reason == INSUFFICIENT_STOCK:
         return FAIL, order_id, order_status, reason

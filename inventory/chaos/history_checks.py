@@ -10,9 +10,11 @@ from collections.abc import Callable, Sequence
 from inventory.chaos.history import FAIL, OK, Op
 from inventory.chaos.verdict import Verdict, violated_if
 from inventory.check import Snapshot
-from inventory.check.invariants import flows_match
+from inventory.check.invariants import flows_match, within_lines
 
-PLACED = ("CONFIRMED", "AWAITING_PAYMENT")
+# BACKORDERED is placed too: settled, what was on hand taken, the rest owed (it ends CONFIRMED
+# once every line is filled, or CANCELLED by its buyer).
+PLACED = ("CONFIRMED", "AWAITING_PAYMENT", "BACKORDERED")
 
 
 def answered_ok_is_confirmed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
@@ -43,8 +45,14 @@ def answered_ok_is_confirmed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
 
 def _flows_as_told(op: Op, snap: Snapshot) -> bool:
     """The order's flows are what its 200 said it filled (`filled` of each line, kept by the
-    workload); without it, its lines (a partial order's: as I3 judges them)."""
+    workload); without it, its lines (a partial order's: as I3 judges them); a backorder's,
+    with its hand-overs, its lines once CONFIRMED, within them while BACKORDERED."""
     flows = snap.flows_by_flag.get(op.order_id or "", {})
+    if op.extra.get("fill") == "backorder":  # its flows and hand-overs, as I3 judges them
+        end = snap.orders.get(op.order_id or "")
+        if end == "BACKORDERED":
+            return within_lines(snap, op.order_id or "")
+        return end == "CANCELLED" or flows_match(snap, op.order_id or "")
     told = op.extra.get("filled")
     if isinstance(told, dict):
         return flows == {g: n for g, n in told.items() if n}

@@ -7,8 +7,9 @@ going on throughout and until at least `min_orders` orders were placed. After th
 order shows the healed cluster serves; then the run only watches: the cluster's own elected
 reconcilers (two, on the order hosts) settle what the faults left PENDING, and the run fails if
 an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing is settled by
-the run itself. Beside the buyers, an operator adjusts levels (restocks.py), and a consumer
-reads the stock events through the faults (stream_consumer.py): stock_side.py.
+the run itself. Beside the buyers: an operator adjusts levels (restocks.py), a consumer reads
+the stock events through the faults (stream_consumer.py): stock_side.py; a reserver holds carts
+(reservations.py). Then the checks: checker.py, stock_side.py, backorder_checks.py.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from typing import Any
 import httpx
 
 from inventory.chaos import (
+    backorder_checks,
     checker,
     ha_faults,
     history,
@@ -33,6 +35,7 @@ from inventory.chaos import (
     locations,
     nemesis,
     report,
+    reservations,
     slow_attempts,
 )
 from inventory.chaos.settlement import wait_for_settlement
@@ -137,6 +140,7 @@ def _under_load(
     wall_start = utcnow()  # the run's second 0 on the databases' clock (the same machine's)
     load.start(started)
     side.start_keeper(load)
+    reserver = reservations.started(list(goods.reserved), goods.prefix, load, config.seed)
     say(
         f"load: {config.threads} buyers on {len(goods.hot)} hot and {len(goods.others)} other "
         f"goods ids"
@@ -166,6 +170,7 @@ def _under_load(
         time.sleep(0.5)
     load.stop()
     side.stop_keeper()
+    reserver.stop()
     stopped = load.now()
     say(f"{stopped:6.1f} s  load stopped: {load.orders} orders, {len(load.ops)} sends")
     nemesis.heal_everything(state)
@@ -189,6 +194,7 @@ def _under_load(
         say(f"{load.now():6.1f} s  {settled.describe()}")
         lost: dict[str, str] = {}
         placed: dict[str, Any] = {}  # the located goods' figures (location_checks.py)
+        owed: dict[str, Any] = {}  # the backorders' and reservations' (backorder_checks.py)
         verdicts = checker.check_run(
             load.ops,
             order_engine,
@@ -223,6 +229,8 @@ def _under_load(
         verdicts += side.check(stock_engine)
         if goods.located:
             say(f"{load.now():6.1f} s  {_locations_said(placed, side.summary()['transfers'])}")
+        verdicts += backorder_checks.judge(order_engine, stock_engine, reserver, owed)
+        say(f"{load.now():6.1f} s  {backorder_checks.said(owed)}")
     finally:
         order_engine.dispose()
         stock_engine.dispose()
@@ -244,6 +252,7 @@ def _under_load(
         **side.summary(),
         "located_orders": placed.get("orders", {}),
         "split_lines": placed.get("splits"),
+        **owed,  # backorders and reservations: backorder_checks.py
     }
     if "intruder" in config.faults:
         summary["intruder"] = intruder.summary(ha_faults.attempts)
@@ -252,6 +261,7 @@ def _under_load(
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
     side.write(config.folder)
+    reservations.write(reserver.steps, config.folder / "reservations.jsonl")
     report.write(config.folder, summary, table, verdicts, windows, load.ops)
     return {**summary, "table": table, "verdicts": verdicts}
 

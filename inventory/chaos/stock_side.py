@@ -16,7 +16,16 @@ from typing import Any
 import httpx
 from sqlalchemy import Engine
 
-from inventory.chaos import catch_up, ledger_checks, location_checks, locations, restocks, transfers
+from inventory.chaos import (
+    backorders,
+    catch_up,
+    ledger_checks,
+    location_checks,
+    locations,
+    restocks,
+    transfers,
+)
+from inventory.chaos.backorders import Restocker
 from inventory.chaos.restocks import Adjust, StockKeeper
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.chaos.transfers import Mover
@@ -36,6 +45,7 @@ class StockSide:
     consumer: StreamConsumer | None = None
     keeper: StockKeeper | None = None
     mover: Mover | None = None  # the located goods' transfers and restocks (transfers.py)
+    restocker: Restocker | None = None  # the backordered goods' arrivals (backorders.py)
     transfers: dict[str, tuple[str, ...]] = field(default_factory=dict)  # read by check()
     verdicts: list[Verdict] = field(default_factory=list)
 
@@ -57,6 +67,7 @@ class StockSide:
                 if goods_id not in self.goods.located:  # seeded at their locations below
                     client.put(f"/stock/{goods_id}", json={"num": level}).raise_for_status()
             locations.set_up(client, self.goods.located)
+            backorders.set_up(client, self.goods.owed)
             for goods_id in self.goods.hot:
                 answer = client.put(f"/stock/{goods_id}/threshold", json={"lowStock": LOW_STOCK})
                 answer.raise_for_status()
@@ -88,16 +99,29 @@ class StockSide:
             located=list(self.goods.located),
         )
         self.mover.start()
+        self.restocker = Restocker(
+            topology.VIP,
+            topology.LB_STOCK_PORT,
+            self.state.admin_headers(),
+            self.goods.prefix,
+            hot=[],
+            others=[],
+            clock=load,
+            seed=self.seed,
+            owed=list(self.goods.owed),
+        )
+        self.restocker.start()
 
     def stop_keeper(self) -> None:
-        for operator in (self.keeper, self.mover):
+        for operator in (self.keeper, self.mover, self.restocker):
             if operator is not None:
                 operator.stop()
 
     @property
     def adjustments(self) -> list[Adjust]:
-        """The keeper's adjustments and the mover's restocks, in the order they were sent."""
-        ops = [*(self.keeper.ops if self.keeper else []), *(self.mover.ops if self.mover else [])]
+        """The keeper's adjustments and the mover's and the restocker's restocks, in the order
+        they were sent."""
+        ops = [*(op for who in (self.keeper, self.mover, self.restocker) if who for op in who.ops)]
         return sorted(ops, key=lambda op: op.invoke)
 
     def check(self, stock_engine: Engine) -> list[Verdict]:

@@ -28,8 +28,9 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from inventory.chaos import after_sale, locations
+from inventory.chaos import after_sale, backorders, locations, reservations
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
+from order_service.model import BACKORDERED
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)  # after an unknown outcome, under the same Idempotency-Key
 NORMAL, SCARCE = "normal", "scarce"  # what the buyers order: the run's mix, or the scarce goods
@@ -55,12 +56,17 @@ class Goods:
     big: dict[str, int] = field(default_factory=dict)  # the big orders' goods ids (BIG_LINES)
     # Kept in the run's three locations (locations.py): goods id -> location -> seeded level
     located: dict[str, dict[str, int]] = field(default_factory=dict)
+    # Sold beyond what is on hand, up to a limit (backorders.py), and held in carts
+    # (reservations.py): goods id -> seeded level
+    owed: dict[str, int] = field(default_factory=dict)
+    reserved: dict[str, int] = field(default_factory=dict)
 
     @property
     def levels(self) -> dict[str, int]:
         """Each goods id's seeded level (a located one's: the total of its locations)."""
         totals = {g: sum(at.values()) for g, at in self.located.items()}
-        return {**self.hot, **self.others, **self.scarce, **self.big, **totals}
+        mine = {**self.owed, **self.reserved}
+        return {**self.hot, **self.others, **self.scarce, **self.big, **totals, **mine}
 
 
 def make_goods(
@@ -74,6 +80,8 @@ def make_goods(
     big: int = max(BIG_LINES),
     big_stock: int = 10_000,
     located: int = locations.LOCATED,
+    owed: int = backorders.OWED,
+    reserved: int = reservations.RESERVED,
 ) -> Goods:
     return Goods(
         prefix,
@@ -82,6 +90,8 @@ def make_goods(
         {f"{prefix}scarce{i}": scarce_stock for i in range(scarce)},
         {f"{prefix}big{i:03d}-".ljust(BIG_ID_LENGTH, "x"): big_stock for i in range(big)},
         locations.located_goods(prefix, located),
+        backorders.owed_goods(prefix, owed),
+        reservations.reserved_goods(prefix, reserved),
     )
 
 
@@ -97,6 +107,7 @@ class Workload:
     hold_share: float = 0.1  # share of orders that are holds: two thirds paid, the rest expire
     big_share: float = 0.04  # share of orders that are big (BIG_LINES lines of long ids)
     located_share: float = 0.05  # share of orders of the located goods (locations.py)
+    backorder_share: float = 0.04  # share of orders with fill=backorder (backorders.py)
     timeout: float = 40.0
     seed: int = 1
     demand: str = NORMAL  # set by the run while a fault with a demand of its own holds
@@ -149,8 +160,11 @@ class Workload:
             scarce = self.demand == SCARCE and bool(self.goods.scarce)
             fill: str | None = None
             named: dict[str, str] = {}
+            owing = False
             if scarce:
                 lines = self._scarce_order(rng)
+            elif self.goods.owed and rng.random() < self.backorder_share:
+                lines, fill, owing = backorders.order(rng, list(self.goods.owed)), "backorder", True
             elif self.goods.located and rng.random() < self.located_share:
                 located, others = list(self.goods.located), list(self.goods.others)
                 lines, fill, named = locations.located_order(rng, located, others)
@@ -161,6 +175,8 @@ class Workload:
                 self.orders += 1
             if scarce:
                 intent = after_sale.scarce_intent(rng)
+            elif owing:
+                intent = backorders.intent(rng)
             else:
                 intent = after_sale.intent(rng, self.cancel_share, self.hold_share)
             body = after_sale.order_body(key, lines, intent, fill, named)
@@ -175,6 +191,8 @@ class Workload:
             last = self._until_known(conn, key, lines, body, intent, asked)
             for thread in side:
                 thread.join()
+            if owing and last is not None and last.order_status != BACKORDERED:
+                intent = "none"  # only a BACKORDERED one is cancelled
             if last is not None and last.outcome == OK and intent in ("cancel", "pay"):
                 self._record(after_sale.act(conn, self, key, lines, intent, last.order_id))
             if scarce:

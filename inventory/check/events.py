@@ -30,8 +30,17 @@ from itertools import pairwise
 
 from inventory.check.result import CheckResult
 
-# A ledger entry: it moves the level (a transfer's legs too: units in transit are out of it).
-ENTRY_KINDS = ("deducted", "returned", "adjusted", "transfer_out", "transfer_in")
+# A ledger entry: it moves the level (a transfer's legs too: units in transit are out of it; a
+# hand-over to a backordered line; a line starting to wait is an entry of delta 0).
+ENTRY_KINDS = (
+    "deducted",
+    "returned",
+    "adjusted",
+    "transfer_out",
+    "transfer_in",
+    "backordered",
+    "backorder_filled",
+)
 FIELDS = ("goodsId", "seq", "kind", "delta", "level")  # compared with the outbox row
 NAME = "stock events: each outbox row once, in ledger order, replaying the levels"
 SHOWN = 3  # examples in the one-line detail (the numbers keep up to LISTED)

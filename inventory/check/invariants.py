@@ -2,18 +2,22 @@
 
 I1 no oversell: no level below zero; initial + adjusted + legs - final = deducted - returned,
    per goods id and seed version (initial: the last PUT /stock's level, or given; adjusted:
-   since then; legs: the transfers' legs since then, so units in transit are out of the level).
+   since then; legs: the transfers' legs since then, so units in transit are out of the level;
+   deducted: the flows and the hand-overs to backordered lines, backorder_fill).
 I2 at most one deduction per flag: no (flag, goods id) with two flows.
 I3 orders match flows: every CONFIRMED or AWAITING_PAYMENT order has its flows, for its
    quantities (a partial order: the units it filled, as the order database recorded them),
    and no return; no FAILED order has any flow; every CANCELLED order has returns exactly
-   equal to its flows.
+   equal to its flows. A backorder order (fill=backorder) counts what it took: its flows plus
+   what its lines were handed (CONFIRMED: exactly its lines; BACKORDERED: within its lines;
+   CANCELLED: returned exactly; FAILED: nothing).
 I4 no lost sale: every order refused for lack of stock has a line whose final level, less what
    was returned to it since its seed, is below its quantity (lost_sale.py; a line that named
    its location, against that location).
 I5 liveness: no order left PENDING or CANCELLING.
-I8 returns: each return undoes a deduction made before it, exactly; no deduction of a voided
-   flag; no hold unpaid past its deadline plus the stated bound.
+I8 returns: each return undoes a deduction made before it, exactly (a backordered flag's: what
+   it took and was handed); no deduction of a voided flag; no hold unpaid past its deadline
+   plus the stated bound.
 I9 a refusal stays a refusal: no order refused for lack of stock has a flow, whatever came back
    to the shelf after its refusal, and no flag the stock database decided refused has one (the
    model's I9, docs/model.md: told FAILED, no flow).
@@ -28,7 +32,7 @@ from inventory.check.lost_sale import check_no_lost_sale
 from inventory.check.result import CheckResult
 from inventory.check.result import few as _few
 from inventory.check.snapshot import Snapshot
-from order_service.model import HOLDING, INSUFFICIENT_STOCK, RECONCILED
+from order_service.model import BACKORDERED, HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
 REFUSED = INSUFFICIENT_STOCK  # the reason of an order refused for lack of stock
 HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYMENT
@@ -90,7 +94,7 @@ def check_levels_match_flows(snap: Snapshot, initial: dict[str, int]) -> CheckRe
         legs = snap.legs.get(goods, (0, 0))[0]
         start, added = initial.get(goods, seeded) + adjusted + legs, added + adjusted
         moved += legs
-        flows = snap.flow_sums.get((goods, version), 0)
+        flows = snap.flow_sums.get((goods, version), 0) + snap.fill_sums.get(goods, 0)
         returned = snap.return_sums.get((goods, version), 0)
         sold += start - num
         flowed += flows
@@ -146,17 +150,18 @@ def check_orders_match_flows(snap: Snapshot) -> CheckResult:
     holding = [o for o, s in snap.orders.items() if s in HOLDING]
     failed = [o for o, s in snap.orders.items() if s == "FAILED"]
     cancelled = [o for o, s in snap.orders.items() if s == "CANCELLED"]
+    owing = [o for o, s in snap.orders.items() if s == BACKORDERED]
     missing = [o for o in holding if not flows_match(snap, o) or snap.returns_by_flag.get(o)]
-    failed_with_flows = [o for o in failed if snap.flows_by_flag.get(o)]
-    unreturned = [
-        o for o in cancelled if snap.returns_by_flag.get(o, {}) != snap.flows_by_flag.get(o, {})
-    ]
+    missing += [o for o in owing if not within_lines(snap, o) or snap.returns_by_flag.get(o)]
+    failed_with_flows = [o for o in failed if snap.had(o)]
+    unreturned = [o for o in cancelled if snap.returns_by_flag.get(o, {}) != snap.had(o)]
     ok = not missing and not failed_with_flows and not unreturned
     return CheckResult(
         "I3",
         "orders match flows",
         ok,
-        f"{len(holding)} confirmed or held ({len(missing)} without their flows), "
+        f"{len(holding)} confirmed or held, {len(owing)} backordered ({len(missing)} without "
+        "their flows), "
         f"{len(failed)} failed ({len(failed_with_flows)} with flows), "
         f"{len(cancelled)} cancelled ({len(unreturned)} whose returns differ from their flows)",
         {
@@ -178,12 +183,22 @@ def flows_match(snap: Snapshot, order_id: str) -> bool:
     lines = snap.lines.get(order_id, {})
     flows = snap.flows_by_flag.get(order_id, {})
     filled = snap.filled.get(order_id)
+    if order_id in snap.backorder:  # its flows and hand-overs, together its lines
+        return snap.had(order_id) == lines and (not filled or filled == lines)
     if order_id not in snap.partial:
         return flows == lines and (not filled or filled == lines)
     if filled:
         within = all(0 <= filled.get(g, 0) <= n for g, n in lines.items())
         return within and bool(flows) and flows == {g: n for g, n in filled.items() if n}
     return bool(flows) and all(g in lines and 0 < n <= lines[g] for g, n in flows.items())
+
+
+def within_lines(snap: Snapshot, order_id: str) -> bool:
+    """A BACKORDERED order: a backorder order whose lines have had (flows and hand-overs) at
+    most their units, each of its own lines."""
+    lines = snap.lines.get(order_id, {})
+    had = snap.had(order_id)
+    return order_id in snap.backorder and all(0 < n <= lines.get(g, 0) for g, n in had.items())
 
 
 def check_no_pending(snap: Snapshot) -> CheckResult:
@@ -201,9 +216,9 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
     """I8: a return undoes exactly a deduction made before it; no deduction of a flag after its
     cancel; no hold left unpaid past its deadline and the bound."""
     stray = [
-        f"{flag}: returned {returns}, deducted {snap.flows_by_flag.get(flag, {})}"
+        f"{flag}: returned {returns}, deducted {snap.had(flag)}"
         for flag, returns in snap.returns_by_flag.items()
-        if returns != snap.flows_by_flag.get(flag, {})
+        if returns != snap.had(flag)
     ]
     after_cancel = [
         f"{flag}: deducted after it was voided"
@@ -213,7 +228,8 @@ def check_returns(snap: Snapshot, now: datetime, hold_bound: float) -> CheckResu
         f"{flag}/{goods}: deducted at {deducted}, returned at {returned}"
         for flag, times in snap.return_times.items()
         for goods, (deducted, returned) in times.items()
-        if deducted is None or deducted > returned
+        if (deducted is None and not snap.fills_by_flag.get(flag, {}).get(goods))
+        or (deducted is not None and deducted > returned)
     ]
     late = [
         order_id

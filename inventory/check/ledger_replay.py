@@ -7,7 +7,12 @@ Where a line moved units:
 - an adjustment: at its `location` (none: the default location);
 - a deduction (a flow row): its stock_allocation rows; none: all from the default location;
 - a return: back to where its flag's deduction took the units (the same allocation rows);
-- a transfer leg: at its `location_id`.
+- a transfer leg: at its `location_id`;
+- a hand-over to a backordered line (backorder_fill, FILLED): from the locations its
+  `location` text names ("loc:n,loc:n"), like a deduction;
+- a line starting to wait (backorder, BACKORDERED): nothing moved, its seq is its `position`;
+- a return of a backordered flag gives back what it took and what it was handed, each to
+  where it came from.
 """
 
 from __future__ import annotations
@@ -19,8 +24,10 @@ from dataclasses import dataclass
 from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.engine import Connection
 
-from stock_service.core.places import DEFAULT
+from stock_service.core.places import DEFAULT, parts_of
 from stock_service.tables import (
+    backorder,
+    backorder_fill,
     location,
     stock_adjustment,
     stock_allocation,
@@ -30,6 +37,7 @@ from stock_service.tables import (
 )
 
 SET, DEDUCTED, RETURNED, ADJUSTED, LEG = "set", "deducted", "returned", "adjusted", "leg"
+FILLED, BACKORDERED = "backorder_filled", "backordered"
 
 
 @dataclass(frozen=True)
@@ -74,12 +82,27 @@ def read_ledger(
     for r in conn.execute(query.where(scope(stock_adjustment))):
         kind = SET if r.reason == "set" else ADJUSTED
         lines[r.goods_id].append(Line(int(r.seq), kind, ((r.location or DEFAULT, int(r.delta)),)))
+    handed: dict[tuple[str, str], list[tuple[str, int]]] = defaultdict(list)
+    bf = backorder_fill.c
+    for f in conn.execute(
+        select(bf.flag, bf.goods_id, bf.seq, bf.location).where(scope(backorder_fill))
+    ):
+        came = parts_of(f.location)
+        handed[(f.flag, f.goods_id)] += came
+        parts = tuple(sorted((loc, -n) for loc, n in came))
+        lines[f.goods_id].append(Line(int(f.seq), FILLED, parts, f.flag))
+    bo = backorder.c
+    for w in conn.execute(select(bo.flag, bo.goods_id, bo.position).where(scope(backorder))):
+        lines[w.goods_id].append(Line(int(w.position), BACKORDERED, (), w.flag))
     for table, kind, sign in ((stock_flow, DEDUCTED, -1), (stock_return, RETURNED, 1)):
         c = table.c
         moves = select(c.flag, c.goods_id, c.seq, c.num).where(scope(table), c.seq.is_not(None))
         for m in conn.execute(moves):
-            came = taken.get((m.flag, m.goods_id)) or [(DEFAULT, int(m.num))]
-            parts = tuple(sorted((loc, sign * n) for loc, n in came))
+            key = (m.flag, m.goods_id)
+            extra = handed.get(key, []) if kind == RETURNED else []
+            own = int(m.num) - sum(n for _, n in extra)
+            came = [*(taken.get(key) or ([(DEFAULT, own)] if own else [])), *extra]
+            parts = tuple(sorted(_merged(came, sign).items()))
             lines[m.goods_id].append(Line(int(m.seq), kind, parts, m.flag))
     lg = stock_transfer_leg.c
     for leg in conn.execute(
@@ -87,6 +110,13 @@ def read_ledger(
     ):
         lines[leg.goods_id].append(Line(int(leg.seq), LEG, ((leg.location_id, int(leg.delta)),)))
     return {g: sorted(found, key=lambda line: line.seq) for g, found in lines.items()}
+
+
+def _merged(came: list[tuple[str, int]], sign: int) -> dict[str, int]:
+    merged: dict[str, int] = defaultdict(int)
+    for loc, n in came:
+        merged[loc] += sign * n
+    return dict(merged)
 
 
 def replay(lines: list[Line]) -> Iterator[tuple[Line, dict[str, int]]]:

@@ -9,7 +9,8 @@ L3 every transfer's legs once: an out leg for each; an in leg exactly for the re
    cancelled ones, at `to` for a receipt and at `from` for a cancel; units in transit are the
    in-transit transfers' units.
 L4 the ledger holds with transfers: each goods id's level is the sum of all its entries
-   (adjustments, deductions, returns, legs) since the ledger began.
+   (adjustments, deductions, returns, legs, hand-overs to backordered lines) since the ledger
+   began.
 L5 the allocation rule: no line split across locations when its allocation could have been
    had from one, and the rest of the rule (checked against the levels the ledger says each
    location had just before: allocation_rule.py's check_rule_held).
@@ -27,6 +28,7 @@ from inventory.check.ledger_replay import final_levels, read_ledger
 from inventory.check.result import CheckResult
 from stock_service.core.places import DEFAULT
 from stock_service.tables import (
+    backorder_fill,
     stock,
     stock_adjustment,
     stock_flow,
@@ -100,11 +102,16 @@ def _read(conn: Connection, prefix: str) -> Places:
         conn,
         select(lg.goods_id, func.sum(lg.delta)).where(lg.goods_id.like(like)).group_by(lg.goods_id),
     )
+    bf = backorder_fill.c
+    handed = _sum_by(
+        conn,
+        select(bf.goods_id, func.sum(bf.num)).where(bf.goods_id.like(like)).group_by(bf.goods_id),
+    )
     for g in p.totals:
         k = (g,)
         p.entries_sum[g] = (
             adjusted_all.get(k, 0) - flows.get(k, 0) + returns.get(k, 0) + legs_all.get(k, 0)
-        )
+        ) - handed.get(k, 0)
     t = stock_transfer.c
     for sent in conn.execute(
         select(t.transfer_id, t.goods_id, t.from_location, t.to_location, t.units, t.state).where(
@@ -208,7 +215,7 @@ def _ledger_with_transfers(p: Places) -> CheckResult:
     wrong = {
         g: (n, p.entries_sum.get(g, 0)) for g, n in p.totals.items() if n != p.entries_sum.get(g, 0)
     }
-    detail = f"{len(p.totals)} goods ids: level = adjustments - flows + returns + legs"
+    detail = f"{len(p.totals)} goods ids: level = adjustments - flows + returns + legs - hand-overs"
     return CheckResult(
         "L4",
         "the ledger holds with transfers",

@@ -12,9 +12,10 @@ from sqlalchemy import Engine, Table, func, select, true
 from sqlalchemy.engine import Connection
 
 from inventory.check.ledger_replay import lowest_since_seed, read_ledger
-from order_service.fills import PARTIAL
+from order_service.fills import BACKORDER, PARTIAL
 from order_service.tables import order_details, orders
 from stock_service.tables import (
+    backorder_fill,
     flag_decision,
     stock,
     stock_adjustment,
@@ -63,6 +64,18 @@ class Snapshot:
     # (goods, location) -> the least the location held since the goods id's seed, for the
     # refused lines that named their location (I4 judges them there)
     location_floors: dict[tuple[str, str], int] = field(default_factory=dict)
+    # Backorders: the orders placed with fill=backorder; the units handed to their lines
+    # (backorder_fill), per goods id since its last seed, and per flag.
+    backorder: set[str] = field(default_factory=set)
+    fill_sums: dict[str, int] = field(default_factory=dict)
+    fills_by_flag: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def had(self, flag: str) -> dict[str, int]:
+        """What a flag took: its flows, plus what its backordered lines were handed."""
+        units = dict(self.flows_by_flag.get(flag, {}))
+        for goods, num in self.fills_by_flag.get(flag, {}).items():
+            units[goods] = units.get(goods, 0) + num
+        return units
 
 
 def _sums(conn: Connection, t: Table, like: str) -> dict[tuple[str, int], int]:
@@ -87,9 +100,9 @@ def _by_flag(conn: Connection, t: Table, like: str) -> dict[str, dict[str, int]]
 def _adjustments(
     conn: Connection, like: str, t: Table = stock_adjustment
 ) -> dict[str, tuple[int, int]]:
-    """Per goods id, the adjustments after its last seed (the seed is the adjustment of reason
-    set that starts the current seed version; the ledger numbers a goods id's entries); or,
-    with `t` stock_transfer_leg, the transfers' legs after it."""
+    """Per goods id, the adjustments after its last seed (the adjustment of reason set that
+    starts the current seed version; the ledger numbers a goods id's entries); or, with `t`
+    stock_transfer_leg or backorder_fill, the legs or the hand-overs (negative) after it."""
     a = stock_adjustment
     last_seed = (
         select(a.c.goods_id, func.max(a.c.seq).label("seq"))
@@ -97,8 +110,9 @@ def _adjustments(
         .group_by(a.c.goods_id)
         .subquery()
     )
+    delta = -t.c.num if t is backorder_fill else t.c.delta
     rows = conn.execute(
-        select(t.c.goods_id, t.c.delta)
+        select(t.c.goods_id, delta.label("delta"))
         .select_from(t.outerjoin(last_seed, last_seed.c.goods_id == t.c.goods_id))
         .where(
             t.c.goods_id.like(like),
@@ -161,6 +175,8 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         flow_sums, return_sums = _sums(conn, stock_flow, like), _sums(conn, stock_return, like)
         adjustments = _adjustments(conn, like)
         legs = _adjustments(conn, like, stock_transfer_leg)
+        fill_sums = {g: -net for g, (net, _) in _adjustments(conn, like, backorder_fill).items()}
+        fills_by_flag = _by_flag(conn, backorder_fill, like)
         held = _held(conn, like)
     with order_engine.connect() as conn:
         lines: dict[str, dict[str, int]] = defaultdict(dict)
@@ -187,7 +203,7 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
                 filled[det.order_id][det.goods_id] = int(det.filled)
             if det.location is not None:
                 named[det.order_id][det.goods_id] = det.location
-        statuses, reasons, deadlines, partial = {}, {}, {}, set()
+        statuses, reasons, deadlines, partial, owing = {}, {}, {}, set(), set()
         o = orders.c
         for row in conn.execute(
             select(o.id, o.status, o.reason, o.pay_deadline, o.fill_mode).where(o.id.in_(in_scope))
@@ -198,6 +214,8 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
                 deadlines[row.id] = row.pay_deadline
             if row.fill_mode == PARTIAL:
                 partial.add(row.id)
+            if row.fill_mode == BACKORDER:
+                owing.add(row.id)
     # I4 judges a refused line that named its location against that location's ledger.
     floors = location_floors(
         stock_engine,
@@ -224,6 +242,9 @@ def read_snapshot(order_engine: Engine, stock_engine: Engine, goods_prefix: str 
         dict(filled),
         dict(named),
         floors,
+        owing,
+        fill_sums,
+        fills_by_flag,
     )
 
 

@@ -3,7 +3,8 @@ cluster comes up replicated and authenticated (no credential in its state file, 
 logs), PostgreSQL, Redis and ZooKeeper speaking TLS only; the quick run must come out valid
 with a PostgreSQL failover, the intruder, the late first attempts after a refusal
 (slow-first-attempts), an operator's adjustments, stock in three locations (orders with and
-without a location, partial fills, transfers) and a consumer of the stock events in it; a
+without a location, partial fills, transfers), backorders and cart reservations (B1, B2, R1,
+RA) and a consumer of the stock events in it; a
 run without a lock must be caught overselling, a run without fencing must be caught losing an
 update when a worker is paused inside its write, and `cluster down` must leave nothing behind.
 Needs root (namespaces, nftables): fails loudly without it, like every test that needs a
@@ -318,6 +319,16 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     assert moved["sent"] > 0 and moved["received"] > 0 and moved["cancelled"] > 0, moved
     assert moved["repeats"] > 0, moved
     assert asked["named"] > 0 and asked["partial_placed"] > 0, asked
+    # Backorders and reservations through every fault: lines backordered within the cap at
+    # every entry of the ledger (B1), filled oldest first (B2), some filled and some cancelled;
+    # reservations each ended once with their units conserved (R1), every answer held (RA),
+    # some consumed, some released and some expired by the elected reconciler.
+    owed, carts = result["backorders"], result["reservations"]
+    print(f"backorders {owed}; reservations {carts}")
+    for check in ("B1", "B2", "R1", "RA"):
+        assert checks[check]["verdict"] == "valid", checks[check]
+    assert owed["lines"] > 0 and owed["handovers"] > 0 and owed["filled"] > 0, owed
+    assert carts["consumed"] > 0 and carts["released"] > 0 and carts["expired"] > 0, carts
     relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
     assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.

@@ -14,6 +14,8 @@ from inventory.check import REFUSED, CheckResult, run_check
 from order_service.tables import metadata as order_metadata
 from order_service.tables import order_details, orders
 from stock_service.tables import (
+    backorder,
+    backorder_fill,
     flag_decision,
     stock,
     stock_adjustment,
@@ -39,6 +41,8 @@ def make_db(path: Path, unique_flows: bool = True) -> str:
     stock_adjustment.to_metadata(stock_md)
     stock_allocation.to_metadata(stock_md)
     stock_transfer_leg.to_metadata(stock_md)
+    backorder.to_metadata(stock_md)
+    backorder_fill.to_metadata(stock_md)
     if unique_flows:
         stock_flow.to_metadata(stock_md)
     else:

@@ -1,0 +1,78 @@
+"""Backorders in a chaos run (docs/backorders.md): a few goods ids (OWED below) with a backorder
+limit and a low level, a small share of the buyers' orders of them with `"fill": "backorder"`
+(workload.py), and an operator restocking them, whose arrivals fill the waiting lines oldest
+first, in the commit of the arrival, through every fault.
+
+- set up before the load: each goods id seeded at SEED units (with the run's other goods,
+  stock_side.py), then its limit (PUT /stock/{g}/policy, the admin token): LIMIT units owed at
+  once. The run never changes a limit after that: B1 judges every entry against it;
+- the orders: one line of 1 or 2 units (a line of 2 is often filled in parts), all answered
+  CONFIRMED (on hand), BACKORDERED (the rest owed) or refused (the limit reached: FAILED,
+  insufficient_stock); a quarter of them meant to be cancelled, and cancelled once answered
+  BACKORDERED (POST /orders/{id}/cancel: it gives back what it took and was handed, and gives
+  up its place);
+- the restocker: an adjustment of 1-3 units of one of them every THINK seconds or so
+  (reference `{prefix}badj{n}`, judged by HA with the stock keeper's: never retried, since a
+  delta sent twice counts twice), so lines wait long enough to be cancelled, and are filled.
+The checks (backorder_checks.py): B1 the cap at every entry of the ledger, B2 the fill order,
+beside I1-I10 and H1-H5, which count the hand-overs and know BACKORDERED.
+"""
+
+from __future__ import annotations
+
+import http.client
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+from inventory.chaos.restocks import Adjust, StockKeeper
+
+OWED = 2  # goods ids sold beyond what is on hand
+SEED = 2  # each one's level at the start
+LIMIT = 6  # the units each may owe at once
+CANCEL_SHARE = 0.25  # of its orders, cancelled once answered BACKORDERED
+THINK = 1.5  # seconds between two restocks, on average
+BACKORDER = "backorder"
+
+
+def owed_goods(prefix: str, count: int = OWED) -> dict[str, int]:
+    """goods id -> its seeded level."""
+    return {f"{prefix}owe{i}": SEED for i in range(count)}
+
+
+def set_up(client: httpx.Client, goods: dict[str, int]) -> None:
+    """Each goods id's limit (they are seeded already, with the run's other goods)."""
+    for goods_id in goods:
+        answer = client.put(f"/stock/{goods_id}/policy", json={"backorderLimit": LIMIT})
+        answer.raise_for_status()
+
+
+def order(rng: random.Random, goods: list[str]) -> dict[str, int]:
+    """One line of 1 or 2 units of one of them."""
+    return {rng.choice(goods): rng.choice((1, 2, 2))}
+
+
+def intent(rng: random.Random) -> str:
+    """Cancelled once answered (no hold: fill=backorder takes none)."""
+    return "cancel" if rng.random() < CANCEL_SHARE else "none"
+
+
+@dataclass
+class Restocker(StockKeeper):
+    """The operator's arrivals of the backordered goods."""
+
+    owed: list[str] = field(default_factory=list)
+
+    def _keep(self) -> None:
+        rng = random.Random(self.seed * 15_485_863)
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        n = 0
+        while self.owed and not self._stop.wait(THINK * rng.uniform(0.5, 1.5)):
+            n += 1
+            goods = rng.choice(self.owed)
+            reference = f"{self.prefix}badj{n}"
+            body: dict[str, Any] = {"delta": rng.randint(1, 3), "reason": "restock"}
+            body["reference"] = reference
+            self.ops.append(self._send(conn, Adjust(reference, goods, "restock", body, 0.0)))
