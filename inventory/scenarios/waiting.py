@@ -13,13 +13,12 @@ from typing import Any
 import sqlalchemy as sa
 from rich.table import Table
 
-from inventory.check import CheckResult
 from inventory.local import stack_state
 from inventory.local.client import StackClient
 from inventory.scenarios.rig import Story
 from inventory.scenarios.shelves import short
 from shared.db import make_engine
-from stock_service.tables import backorder, backorder_fill
+from stock_service.tables import backorder
 
 FIGURES = ("num", "held", "owed", "backorderLimit")  # GET /stock/{goodsId}'s, as shown
 HEADINGS = ("on hand", "held", "owed", "limit")
@@ -149,61 +148,3 @@ class Counter:
         self.story.show(f"the lines of {short(goods_id)} (the stock database's backorder table):")
         self.show(lines_table(found, buyers, statuses))
         return found
-
-
-def handed_over(state: stack_state.StackState, prefix: str) -> tuple[dict[str, int], set[str]]:
-    """The units handed to waiting lines (the stock database's `backorder_fill` rows) per goods
-    id of the prefix, and the flags they were handed to."""
-    engine = make_engine(state.stock_database_url)
-    f = backorder_fill.c
-    try:
-        with engine.connect() as conn:
-            rows = list(
-                conn.execute(
-                    sa.select(f.flag, f.goods_id, f.num).where(f.goods_id.like(f"{prefix}%"))
-                )
-            )
-    finally:
-        engine.dispose()
-    units: dict[str, int] = {}
-    for r in rows:
-        units[r.goods_id] = units.get(r.goods_id, 0) + int(r.num)
-    return units, {r.flag for r in rows}
-
-
-def explained_by_hand_overs(check: CheckResult, units: Mapping[str, int], flags: set[str]) -> bool:
-    """A violation of I1, I3 or L4 made exactly by the hand-overs, which those checks do not
-    count yet (inventory/check reads stock_flow, not backorder_fill): I1's and L4's differences
-    per goods id are the units handed over, and I3's orders without flows were handed theirs."""
-    n = check.numbers
-    if check.invariant == "I1" and check.name.startswith("initial"):
-        off = n.get("mismatched", {})
-        return bool(off) and all(
-            (v["initial"] + v["adjusted"] + v["legs"] - v["final"]) - (v["flows"] - v["returned"])
-            == units.get(g, 0)
-            for g, v in off.items()
-        )
-    if check.invariant == "I3":
-        bad = ("failed_with_flows", "cancelled_not_returned")
-        missing = set(n.get("confirmed_without_flows", []))
-        return bool(missing) and missing <= flags and not any(n.get(k) for k in bad)
-    if check.invariant == "L4":
-        wrong = n.get("wrong", {})
-        return bool(wrong) and all(e - level == units.get(g, 0) for g, (level, e) in wrong.items())
-    return False
-
-
-def unexplained(
-    state: stack_state.StackState, story: Story, prefix: str, checks: list[CheckResult]
-) -> list[str]:
-    """The checks violated for another reason than the hand-overs they do not count yet."""
-    units, flags = handed_over(state, prefix)
-    failed = [c for c in checks if not c.ok]
-    gaps = [c for c in failed if explained_by_hand_overs(c, units, flags)]
-    for c in gaps:
-        story.show(
-            f"{c.invariant} ({c.name}): violated by exactly the units handed to waiting lines "
-            f"({', '.join(f'{short(g)} {n}' for g, n in units.items())}), which it does not "
-            "count yet: inventory/check reads stock_flow, not backorder_fill"
-        )
-    return [f"{c.invariant} {c.name}" for c in failed if c not in gaps]

@@ -208,4 +208,4 @@ def test_backorders_fill_the_oldest_first_and_a_reservation_comes_back_once() ->
     assert {c.invariant for c in result.checks} >= {"I1", "I3", "I8", "I9", "L1", "L2", "L4"}
     # Every violation, if any, is one the hand-overs explain exactly (the checks do not count
     # backorder_fill yet); none other.
-    assert result.facts["unexplained"] == []
+    assert result.facts["violated"] == []
