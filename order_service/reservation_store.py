@@ -154,7 +154,11 @@ class ReservationStore:
             moved = compare_and_set(
                 write.conn, reservation_id, was, to, reason, write.stamp, due, **values
             )
-            after = read(write.conn, reservation_id)
+            # Not moved: read under the row's lock. A compare-and-set refused by its clock
+            # alone (past expires_at) does not wait for a move in flight, and without the
+            # lock it would read `held` while a release that began in time is about to
+            # commit: a DELETE answered "expired" of a reservation that ends released.
+            after = read(write.conn, reservation_id, locked=not moved)
         if moved:
             RESERVATIONS.labels(to).inc()
         return moved, after
@@ -238,8 +242,15 @@ def compare_and_set(
     return bool(conn.execute(update(reservations).where(condition).values(values)).rowcount == 1)
 
 
-def read(conn: Connection, reservation_id: str, lines: bool = True) -> Reservation | None:
-    row = conn.execute(select(reservations).where(_R.id == reservation_id)).mappings().first()
+def read(
+    conn: Connection, reservation_id: str, lines: bool = True, locked: bool = False
+) -> Reservation | None:
+    """`locked`: read under the row's lock (FOR UPDATE), so a move another transaction has
+    made and not committed yet is waited for and seen."""
+    query = select(reservations).where(_R.id == reservation_id)
+    if locked:
+        query = query.with_for_update()
+    row = conn.execute(query).mappings().first()
     if row is None:
         return None
     found = _reservation(row)
