@@ -125,7 +125,7 @@ class ReservationOrders:
                 write.conn, rid, (HELD,), CONSUMED, f"consumed: order {rid}", write.stamp, False
             )
             if not moved:
-                now = read(write.conn, rid, lines=False) or found
+                now = read(write.conn, rid, lines=False, locked=True) or found
                 code = "expired" if now.state == HELD else now.state  # held, but past its time
                 raise ReservationRefused(now, code)
             order = {
