@@ -37,6 +37,7 @@ class Outcome(enum.StrEnum):
     # status instead: goods ids with no stock row (404), a dependency down or the lock not had
     # in time (503). Nothing was written for that flag.
     UNKNOWN_GOODS = "unknown_goods"
+    UNKNOWN_LOCATION = "unknown_location"  # a line names a location there is none of
     UNAVAILABLE = "unavailable"
     # An adjustment (POST /stock/{goodsId}/adjustments, an admin route): made; refused because
     # the level was not the one the caller expected; refused because it would go below zero,

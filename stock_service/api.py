@@ -38,7 +38,7 @@ from stock_service.schemas import (
     StockLevel,
     UnknownGoods,
 )
-from stock_service.wants import check_locations, deduction_request
+from stock_service.wants import check_locations, deduction_request, unknown_locations
 
 log = logging.getLogger("stock_service")
 DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
@@ -157,10 +157,9 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 200: (
                     BatchDeduction,
                     "One result per flag, in the order sent, each what PUT /reduceStock/{flag} "
-                    "would answer for it alone (unknown_goods and unavailable in place of its "
-                    "404 and 503)",
+                    "would answer for it alone (unknown_goods, unknown_location and "
+                    "unavailable in place of its 404s and 503)",
                 ),
-                404: (NotFound, "A line names a location there is none of: nothing written"),
                 413: BODY_TOO_LARGE,
                 422: (
                     ErrorBody,
@@ -184,20 +183,30 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         flags = [request.flag for request in wanted]
         if len(set(flags)) != len(flags):
             raise ApiError(422, "a flag is sent twice: one flag is one operation")
-        # An unknown location is the caller's mistake about the whole call, as a bad body is.
-        check_locations(d.locations, wanted)
+        # Unknown goods ids and locations are each flag's own: answered for it alone (the
+        # single route's 404), never refusing its neighbours.
         unknown = set(d.store.unknown_goods(sorted({g for r in wanted for g in r.lines})))
-        known = [r for r in wanted if not unknown & r.lines.keys()]
+        nowhere = set(unknown_locations(d.locations, wanted))
+        known = [
+            r
+            for r in wanted
+            if not unknown & r.lines.keys() and not nowhere & set(r.locations.values())
+        ]
         decided = iter(d.deduction.reduce_many(known) if known else [])
         results = []
         for request in wanted:
             missing = sorted(unknown & request.lines.keys())
+            places = sorted(nowhere & set(request.locations.values()))
             if missing:
                 results.append(
                     {"flag": request.flag, "outcome": Outcome.UNKNOWN_GOODS, "goodsIds": missing}
                 )
-                continue
-            results.append(flag_result(request.flag, next(decided), d.locks.name))
+            elif places:
+                results.append(
+                    {"flag": request.flag, "outcome": Outcome.UNKNOWN_LOCATION, "locations": places}
+                )
+            else:
+                results.append(flag_result(request.flag, next(decided), d.locks.name))
         timing = {"Server-Timing": f"flags;desc={len(flags)}"}
         return jsonify({"results": results}), 200, timing
 

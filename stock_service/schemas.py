@@ -171,7 +171,8 @@ class FlagResult(Answer):
     flag: str
     outcome: Outcome = Field(
         description="as PUT /reduceStock/{flag} would answer it, and two outcomes of this "
-        "route alone: unknown_goods (goodsIds: what the single route answers 404) and "
+        "route alone: unknown_goods (goodsIds) and unknown_location (locations): what the "
+        "single route answers 404; and "
         "unavailable (error, dependency: what it answers 503; nothing written for this flag)"
     )
     flows: list[Flow] | None = None
@@ -179,6 +180,7 @@ class FlagResult(Answer):
     backordered: list[Owed] | None = None
     shortfalls: list[Shortfall] | None = None
     goodsIds: list[str] | None = None
+    locations: list[str] | None = Field(None, description="unknown_location: the unknown ones")
     error: str | None = None
     dependency: str | None = None
 

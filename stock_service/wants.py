@@ -53,9 +53,15 @@ def deduction_request(
     )
 
 
+def unknown_locations(book: LocationBook, requests: Sequence[Request]) -> list[str]:
+    """The locations the requests' lines name that do not exist (one query, none if no line
+    names one)."""
+    named = sorted({loc for r in requests for loc in r.locations.values()})
+    return book.unknown(named) if named else []
+
+
 def check_locations(book: LocationBook, requests: Sequence[Request]) -> None:
     """404 when a line names a location that does not exist."""
-    named = sorted({loc for r in requests for loc in r.locations.values()})
-    unknown = book.unknown(named) if named else []
+    unknown = unknown_locations(book, requests)
     if unknown:
         raise ApiError(404, f"unknown location: {', '.join(unknown)}", locations=unknown)

@@ -321,3 +321,32 @@ def test_held_units_are_counted_where_they_were_taken_and_released_there(
     view = s.stock.get(f"/stock/{goods}").json
     assert view["held"] == 0 and all(p["held"] == 0 for p in view["locations"])
     ledger_ok(s, goods)
+
+
+def test_a_neighbour_naming_an_unknown_location_changes_no_other_answer(
+    services: Services, places: dict[str, str]
+) -> None:
+    """The batched reduceStock answers the unknown location for its own flag alone (what the
+    single route answers 404): the other flags of the call are deducted as they would be."""
+    s, near = services, places["near"]
+    goods = unique()
+    stock_at(s, goods, {near: 3})
+    good, bad, other = unique("f"), unique("f"), unique("f")
+    with redis_lib.Redis.from_url(s.settings.redis_url) as client:
+        for flag in (good, bad, other):
+            client.set(flag, "1")
+    line = {"goodsId": goods, "goodsNum": 1}
+    flags = [
+        {"flag": good, "lines": [{**line, "location": near}]},
+        {"flag": bad, "lines": [{**line, "location": unique("nowhere")}]},
+        {"flag": other, "lines": [line], "fill": "partial"},
+    ]
+    answer = s.stock.put("/reduceStock", json={"flags": flags})
+    assert answer.status_code == 200, answer.json
+    results = {r["flag"]: r for r in answer.json["results"]}
+    assert results[bad]["outcome"] == "unknown_location"
+    assert results[bad]["locations"] == [flags[1]["lines"][0]["location"]]
+    assert (results[good]["outcome"], results[other]["outcome"]) == ("deducted", "deducted")
+    assert levels(s, goods) == {near: 1}
+    assert s.stock.get(f"/flags/{bad}").json["decision"] is None  # nothing written for it
+    ledger_ok(s, goods)
