@@ -87,7 +87,7 @@ def create_app(
         store,
         flow,
         cancellation,
-        Reservations(reservation_store, stock, batches, redis_client),
+        Reservations(reservation_store, stock, batches, redis_client, settings.idempotency_wait),
         ReservationOrders(store, reservation_store, flow, cancellation),
     )
     app.register_blueprint(order_routes(settings))

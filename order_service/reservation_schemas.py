@@ -6,7 +6,7 @@ annotations at class creation)."""
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, RootModel
+from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from order_service.schemas import LineShortfall, OrderAllocation, OrderAnswer
 from shared.schemas import (
@@ -87,6 +87,23 @@ def reservation_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
 
 class ReservationPath(BaseModel):
     reservationId: Identifier
+
+
+class ReservationKeyHeaders(BaseModel):
+    """POST /reservations' Idempotency-Key (apiflask hands headers over as snake_case)."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    idempotency_key: str = Field(  # type: ignore[assignment]
+        default=None,
+        alias="Idempotency-Key",
+        min_length=1,
+        max_length=128,
+        pattern=r"^[\x20-\x7e]+$",
+        description="1-128 printable characters. A repeat with the same key and body holds "
+        "nothing new and answers the reservation it made, as it is once its first post has "
+        "finished (201 held; 409 failed; 200 released, expired or consumed since; 202 still "
+        "pending), with Idempotent-Replayed: true; with another body, 422.",
+    )
 
 
 class ReservationState(StrEnum):

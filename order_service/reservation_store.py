@@ -59,6 +59,7 @@ class Reservation:
     allocations: tuple[dict[str, Any], ...] = ()  # as the stock service answered them
     lines: Mapping[str, int] = field(default_factory=dict)
     locations: Mapping[str, str] = field(default_factory=dict)
+    request_hash: str | None = None  # the fingerprint of the POST that made it, under a key
 
     def as_json(self) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -107,9 +108,11 @@ class ReservationStore:
         lines: Mapping[str, int],
         locations: Mapping[str, str],
         ttl: int,
+        key: tuple[str, str] | None = None,
     ) -> None:
         """The reservation `pending`, with its lines, in one transaction: before its flag is
-        written and its deduction asked for, so nothing is ever held for a row that is not."""
+        written and its deduction asked for, so nothing is ever held for a row that is not.
+        `key`: its Idempotency-Key and request fingerprint (IntegrityError: the key is taken)."""
         with self.writing() as write:
             write.conn.execute(
                 insert(reservations),
@@ -118,6 +121,8 @@ class ReservationStore:
                     "user_id": user_id,
                     "state": PENDING,
                     "ttl_seconds": ttl,
+                    "idempotency_key": key[0] if key else None,
+                    "request_hash": key[1] if key else None,
                     "created_at": write.stamp,
                     "updated_at": write.stamp,
                 },
@@ -198,6 +203,12 @@ class ReservationStore:
         with transaction(self.orders.engine, DB, read_only=True) as conn:
             return read(conn, reservation_id)
 
+    def by_key(self, key: str) -> Reservation | None:
+        """The reservation made under an Idempotency-Key, with its lines."""
+        with transaction(self.orders.engine, DB, read_only=True) as conn:
+            found = conn.execute(select(_R.id).where(_R.idempotency_key == key)).scalar()
+            return read(conn, found) if found is not None else None
+
     def page(
         self,
         states: Collection[str],
@@ -276,4 +287,5 @@ def _reservation(row: Any) -> Reservation:
         row["expires_at"],
         row["returned_at"],
         tuple(json.loads(row["allocations"])) if row["allocations"] else (),
+        request_hash=row["request_hash"],
     )

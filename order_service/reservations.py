@@ -21,16 +21,26 @@ and no row says held whose deduction is not decided.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from sqlalchemy.exc import IntegrityError
 
 from order_service.batching import OrderBatches
 from order_service.fills import Fill, filled_from
-from order_service.model import INSUFFICIENT_STOCK, REDIS_UNAVAILABLE, VOIDED, StockRejected
+from order_service.model import (
+    INSUFFICIENT_STOCK,
+    REDIS_UNAVAILABLE,
+    VOIDED,
+    IdempotencyKeyReused,
+    StockRejected,
+)
 from order_service.reservation_store import (
     EXPIRED,
     FAILED,
@@ -65,6 +75,7 @@ class Reserved:
     unavailable: str | None = None  # the dependency whose failure decided or left it
     shortfalls: list[Any] = field(default_factory=list)
     refused: str | None = None  # a release that did nothing: consumed, expired, failed
+    replayed: bool = False  # a repeat of an Idempotency-Key: nothing new made
 
 
 def learn(stock: StockClient, flag: str) -> StockDecision | None:
@@ -152,18 +163,45 @@ class Reservations(Settlement):
         stock: StockClient,
         batches: OrderBatches,
         redis_client: redis.Redis,
+        idempotency_wait: float = 0.0,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         super().__init__(store, stock)
         self.batches = batches
         self.redis = redis_client
+        self.idempotency_wait = idempotency_wait
+        self.sleep = sleep
 
     def reserve(
-        self, user_id: str | None, lines: Mapping[str, int], fill: Fill, ttl: int
+        self,
+        user_id: str | None,
+        lines: Mapping[str, int],
+        fill: Fill,
+        ttl: int,
+        key: str | None = None,
     ) -> Reserved:
-        """Hold `lines` for `ttl` seconds from the deduction's confirmation: all or nothing."""
+        """Hold `lines` for `ttl` seconds from the deduction's confirmation: all or nothing.
+        Under an Idempotency-Key already used, nothing new: the reservation it made."""
+        fingerprint = reservation_fingerprint(user_id, lines, fill.locations, ttl)
+        if key is not None:
+            existing = self.store.by_key(key)
+            replayed = self.replay(existing, fingerprint) if existing is not None else None
+            if replayed is not None:
+                return replayed
         rid = new_id()
         log_context(flag=rid, order_id=rid)
-        self.store.create(rid, user_id, lines, fill.locations, ttl)
+        try:
+            self.store.create(
+                rid, user_id, lines, fill.locations, ttl, (key, fingerprint) if key else None
+            )
+        except IntegrityError:
+            if key is None:
+                raise
+            # Two posts with one key raced: the unique key let one row through (ids are new);
+            # none found, that one was rejected (unknown goods) and removed since: ask again.
+            again = self.store.by_key(key)
+            replayed = self.replay(again, fingerprint) if again is not None else None
+            return replayed or self.reserve(user_id, lines, fill, ttl, key)
         if not self.batches.write_flags([rid]):
             # No flag, so no stock call: nothing was or will be deducted under it.
             why = f"{REDIS_UNAVAILABLE}: the flag was not written"
@@ -190,6 +228,20 @@ class Reservations(Settlement):
         # released meanwhile by its buyer. Voided or still pending: the dependency's fault.
         final = after.state in (HELD, RELEASED) or after.reason == INSUFFICIENT_STOCK
         return Reserved(after, None if final else unavailable)
+
+    def replay(self, existing: Reservation, fingerprint: str) -> Reserved | None:
+        """A repeat of an Idempotency-Key: the reservation its first post made, as it is once
+        that post has finished (held, failed, or moved on since); another body: refused. None:
+        it was rejected (unknown goods or locations) and removed meanwhile, the key free."""
+        log_context(flag=existing.id, order_id=existing.id)
+        if existing.request_hash != fingerprint:
+            raise IdempotencyKeyReused(existing.id)
+        found: Reservation | None = existing
+        deadline = time.monotonic() + self.idempotency_wait
+        while found is not None and found.state == PENDING and time.monotonic() < deadline:
+            self.sleep(0.05)  # the first post is still asking the stock service
+            found = self.store.get(existing.id)
+        return Reserved(found, replayed=True) if found is not None else None
 
     def release(self, reservation_id: str) -> Reserved:
         """DELETE: pending (its outcome unknown) or held before its expiresAt -> released, a
@@ -227,6 +279,15 @@ class Reservations(Settlement):
             list(unknown) if unknown is not None else None,
             list(places) if places is not None else None,
         )
+
+
+def reservation_fingerprint(
+    user_id: str | None, lines: Mapping[str, int], locations: Mapping[str, str], ttl: int
+) -> str:
+    """What a repeat under the same Idempotency-Key must ask for again: the buyer, the lines
+    (merged per goods id), where each is held from, and the time to live."""
+    fields = {"userId": user_id, "lines": dict(lines), "locations": dict(locations), "ttl": ttl}
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 def _matches(lines: Mapping[str, int], flows: Any) -> bool:

@@ -21,6 +21,7 @@ from order_service.model import (
 from order_service.reservation_orders import ReservationMismatch, ReservationRefused
 from order_service.reservation_schemas import (
     BadTtl,
+    ReservationKeyHeaders,
     ReservationNotChanged,
     ReservationPath,
     ReservationRefusal,
@@ -50,14 +51,26 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
 
     @bp.post("/reservations")
     @bp.input(body_model, example={"items": [{"goodsId": "sku-1", "num": 2}], "ttlSeconds": 600})
+    @bp.input(ReservationKeyHeaders, location="headers")
     @bp.doc(
         responses=answers(
             {
+                200: (
+                    ReservationView,
+                    "a repeat of an Idempotency-Key whose reservation was released, expired or "
+                    "consumed since (Idempotent-Replayed: true): nothing new held",
+                ),
                 201: (
                     ReservationView,
                     "held: the units are deducted and held for it, until its genOrder "
                     "(reservationId) consumes it, DELETE releases it or, past expiresAt, the "
-                    "elected reconciler expires it",
+                    "elected reconciler expires it (a repeat of its Idempotency-Key answers "
+                    "the same, Idempotent-Replayed: true)",
+                ),
+                202: (
+                    ReservationView,
+                    "a repeat of an Idempotency-Key whose first post has not finished: "
+                    "pending, GET /reservations/{reservationId} tells how it ends",
                 ),
                 409: (
                     ReservationRefusal,
@@ -67,6 +80,7 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
                 413: BODY_TOO_LARGE,
                 422: (
                     ReservationRefusal,
+                    "an Idempotency-Key used before with another body; "
                     "ttlSeconds not a whole number from 1 to 3600, a goods id summed over "
                     "MAX_QUANTITY, a goods id whose lines name different locations, goods ids "
                     "or locations the stock service has not (`goodsIds`, `locations`): "
@@ -81,7 +95,7 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
             }
         )
     )
-    def reserve(json_data: Any) -> tuple[Response, int]:
+    def reserve(json_data: Any, headers_data: Any) -> Any:
         """Hold units for a cart: all or nothing, under the lock, for ttlSeconds."""
         try:
             ttl = ttl_of(json_data.ttlSeconds)
@@ -94,11 +108,17 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
             named: dict[str, Any] = {"goodsIds": exc.goods_ids} if exc.goods_ids else {}
             raise ApiError(422, str(exc), field=exc.field, **named) from exc
         try:
-            done = deps().reservations.reserve(json_data.userId, lines, fill, ttl)
+            done = deps().reservations.reserve(
+                json_data.userId, lines, fill, ttl, headers_data.idempotency_key
+            )
+        except IdempotencyKeyReused as exc:
+            raise ApiError(422, str(exc), reservationId=exc.order_id) from exc
         except StockRejected as exc:
             if exc.unknown_locations is not None:
                 raise ApiError(422, str(exc), locations=exc.unknown_locations) from exc
             raise ApiError(422, str(exc), goodsIds=exc.unknown_goods or []) from exc
+        if done.replayed:
+            return replayed_answer(done.reservation)
         return reserved_answer(done)
 
     @bp.get("/reservations/<reservationId>")
@@ -165,6 +185,16 @@ def reserved_answer(done: Reserved) -> tuple[Response, int]:
     else:
         body.update(error=f"the reservation was {r.state} while it was being made")
     return jsonify(body), 409
+
+
+def replayed_answer(r: Reservation) -> tuple[Response, int, dict[str, str]]:
+    """A repeat of an Idempotency-Key: the reservation as it is now."""
+    headers = {"Idempotent-Replayed": "true"}
+    if r.state == FAILED:
+        why = "not enough stock" if r.reason == INSUFFICIENT_STOCK else r.reason
+        return jsonify({**_about(r), "error": f"{why}: nothing is held"}), 409, headers
+    code = {HELD: 201, PENDING: 202}.get(r.state, 200)
+    return jsonify(r.as_json()), code, headers
 
 
 def released_answer(done: Reserved) -> tuple[Response, int]:

@@ -121,8 +121,13 @@ reservations = Table(
     Column("returned_at", Timestamp, nullable=True),
     # The stock service's `allocations` of its deduction, as JSON text (where each unit is).
     Column("allocations", Text, nullable=True),
+    # POST /reservations' Idempotency-Key (unique: of two racing posts one row gets through)
+    # and the fingerprint of the request that made it (a repeat with another body: 422).
+    Column("idempotency_key", String(128), nullable=True),
+    Column("request_hash", String(64), nullable=True),
     # The reconciler pages through the pending and owed ones by age, the held by expiry.
     Index("ix_reservations_state_updated", "state", "updated_at"),
+    Index("ux_reservations_idempotency_key", "idempotency_key", unique=True),
     Index("ix_reservations_state_expires", "state", "expires_at"),
 )
 

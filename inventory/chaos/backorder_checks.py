@@ -5,7 +5,8 @@ B1 the cap at every entry of the ledger: the units a goods id owes never above i
 B2 fill order: no hand-over to a line while an earlier line of its goods id waits;
    (B1, B2: inventory/check/backorders.py, which says how a give-up is placed)
 R1 one end per reservation, its units conserved (inventory/check/reservations.py);
-RA every reservation request's answer holds (reservations.py's steps): a reservation answered
+RA every reservation request's answer holds (reservations.py's steps): the posts of one
+   Idempotency-Key answered one reservation; a reservation answered
    201 ends consumed, released or expired, one refused (409) held nothing; a consume answered
    200 ends consumed, by an order of its id; a release answered 200 ends released; a consume
    or a release refused (409) did not end it so.
@@ -119,6 +120,15 @@ def answers_hold(steps: Sequence[Step], found: Mapping[str, Reservation]) -> Ver
                 bad.append(said)
             if step.status == 409 and end == "released":
                 bad.append(said)
+    made: dict[str, set[str]] = defaultdict(set)  # a POST's key -> the reservations answered
+    for step in steps:
+        if step.step == "reserve" and step.key and step.reservation:
+            made[step.key].add(step.reservation)
+    bad += [
+        f"key {k}: {sorted(ids)}, one key's posts answered more than one"
+        for k, ids in sorted(made.items())
+        if len(ids) > 1
+    ]
     asked = Counter(f"{s.step} {s.status or 'no answer'}" for s in steps)
     shown = ", ".join(f"{k} {n}" for k, n in sorted(asked.items())) or "none"
     return Verdict(
@@ -126,8 +136,8 @@ def answers_hold(steps: Sequence[Step], found: Mapping[str, Reservation]) -> Ver
         "every reservation request's answer holds",
         violated_if(bad),
         f"{len(steps)} requests ({shown}; {sum(s.repeat for s in steps)} repeats once "
-        f"answered, {sum(s.retry > 0 for s in steps)} retries); {len(bad)} contradicted by "
-        "the end",
+        f"answered, {sum(s.retry > 0 for s in steps)} retries; {len(made)} keys, each one "
+        f"reservation or not); {len(bad)} contradicted by the end",
         bad[:20],
     )
 

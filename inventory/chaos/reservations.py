@@ -4,13 +4,14 @@ and ending each reservation one of the three ways, through every fault:
 
 - POST /reservations (one or two lines, ttlSeconds TTL: short, so the ones left alone are
   expired by the elected reconciler during the run, whose passes run every RECONCILE_INTERVAL,
-  2 s on the cluster);
+  2 s on the cluster), under an Idempotency-Key of its own, a quarter sent again under the
+  same key once answered;
 - then, at once: consumed (CONSUME share: POST /genOrder with its `reservationId` and its lines,
   under an Idempotency-Key, a quarter sent again under the same key once answered), released
   (RELEASE share: DELETE /reservations/{id}, a quarter sent again once answered), or left to
   expire;
 - every request without an answer or answered 5xx sent again as it was (RETRIES times at most;
-  a POST /reservations sent again is another reservation: the first, if held, expires).
+  a POST /reservations sent again under its key is the same reservation).
 Every request is kept (Step) and judged: RA in backorder_checks.py (each answer holds against
 the reservation's end), R1 (inventory/check/reservations.py: one end each, units conserved).
 """
@@ -56,6 +57,7 @@ class Step:
     repeat: bool = False
     retry: int = 0
     error: str | None = None
+    key: str | None = None  # a POST /reservations' Idempotency-Key
 
 
 @dataclass
@@ -90,17 +92,24 @@ class Reserver:
             lines = {g: rng.randint(1, 3) for g in rng.sample(self.goods, count)}
             items = [{"goodsId": g, "num": k} for g, k in lines.items()]
             body = {"userId": USER, "items": items, "ttlSeconds": TTL}
-            made = self._step(conn, Step(None, "reserve", 0.0), "POST", "/reservations", body)
+            key = f"{self.prefix}k{n}"
+            headers = {"Idempotency-Key": key}
+            post = Step(None, "reserve", 0.0, key=key)
+            made = self._step(conn, post, "POST", "/reservations", body, headers)
+            if 0 < made.status < 500 and rng.random() < 0.25:
+                again = Step(None, "reserve", 0.0, repeat=True, key=key)
+                self._step(conn, again, "POST", "/reservations", body, headers)
             if made.status != 201 or not made.reservation:
                 continue
             rid, roll = made.reservation, rng.random()
             if roll < CONSUME:
                 order = {"userId": USER, "items": items, "reservationId": rid}
-                key = {"Idempotency-Key": f"{self.prefix}r{n}"}
-                first = self._step(conn, Step(rid, "consume", 0.0), "POST", "/genOrder", order, key)
+                keyed = {"Idempotency-Key": f"{self.prefix}r{n}"}
+                step = Step(rid, "consume", 0.0)
+                first = self._step(conn, step, "POST", "/genOrder", order, keyed)
                 if 0 < first.status < 500 and rng.random() < 0.25:
                     again = Step(rid, "consume", 0.0, repeat=True)
-                    self._step(conn, again, "POST", "/genOrder", order, key)
+                    self._step(conn, again, "POST", "/genOrder", order, keyed)
             elif roll < CONSUME + RELEASE:
                 path = f"/reservations/{rid}"
                 first = self._step(conn, Step(rid, "release", 0.0), "DELETE", path, None)

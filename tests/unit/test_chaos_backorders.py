@@ -199,6 +199,21 @@ def test_an_answer_the_end_contradicts_is_caught() -> None:
     assert verdict.verdict == "violated" and len(verdict.counterexamples) == 4
 
 
+def test_one_key_answered_with_two_reservations_is_caught() -> None:
+    by_id = {r.id: r for r in GOOD}
+    once = [
+        Step("e", "reserve", 0.0, status=201, state="held", key="k1"),
+        Step("e", "reserve", 0.0, status=201, state="held", key="k1", repeat=True),
+        Step(None, "reserve", 0.0, status=0, key="k1", retry=1),  # no answer: no id
+        Step("f", "reserve", 0.0, status=409, state="failed", key="k2"),
+    ]
+    assert answers_hold(once, by_id).verdict == "valid"
+    twice = [*once, Step("l", "reserve", 0.0, status=201, state="held", key="k1", repeat=True)]
+    verdict = answers_hold(twice, by_id)
+    assert verdict.verdict == "violated" and len(verdict.counterexamples) == 1
+    assert "key k1" in verdict.counterexamples[0]
+
+
 # --- the existing checks, with backorders ------------------------------------------------------
 
 
