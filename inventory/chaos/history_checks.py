@@ -15,6 +15,11 @@ from inventory.check.invariants import flows_match, within_lines
 # BACKORDERED is placed too: settled, what was on hand taken, the rest owed (it ends CONFIRMED
 # once every line is filled, or CANCELLED by its buyer).
 PLACED = ("CONFIRMED", "AWAITING_PAYMENT", "BACKORDERED")
+LATER = {  # a placed status told, and the statuses its order may end in (CANCELLED aside)
+    "CONFIRMED": ("CONFIRMED",),
+    "AWAITING_PAYMENT": ("AWAITING_PAYMENT", "CONFIRMED"),
+    "BACKORDERED": ("BACKORDERED", "CONFIRMED"),
+}
 
 
 def answered_ok_is_confirmed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
@@ -103,13 +108,17 @@ def expected_end(op: Op) -> Callable[[str | None], bool] | None:
     if told == "FAILED":
         return lambda end: end == "FAILED"
     if op.kind == "order" and told in PLACED:
-        return lambda end: _placed_or_undone(end, op.intent)
+        # Placed moves forward only: held or owing may end CONFIRMED (paid, filled), never
+        # the other way; any may end CANCELLED when its buyer meant to undo it.
+        ahead = LATER[told]
+        return lambda end: end in ahead or (end == "CANCELLED" and op.intent != "none")
     return None
 
 
 def answers_hold(ops: Sequence[Op], snap: Snapshot) -> Verdict:
     """Every definite answer against the order's final status: an order answered placed that
-    ends FAILED (or CANCELLED with nobody meaning to cancel it), a refusal whose order ends
+    ends FAILED, CANCELLED with nobody meaning to cancel it, or back in a placed status before
+    the one told (CONFIRMED then BACKORDERED or AWAITING_PAYMENT), a refusal whose order ends
     CONFIRMED, a cancel answered CANCELLED whose order ends otherwise, a pay answered CONFIRMED
     whose hold ends CANCELLED (paid and expired both), an expiry whose order ends CONFIRMED.
     A cancel by key that came first names the key's tombstone (CANCELLED, no lines), and so

@@ -230,6 +230,25 @@ def test_a_200_or_a_503_failed_contradicted_by_the_end_is_caught() -> None:
     assert len(checker.answers_hold(ops, snap).counterexamples) == 2
 
 
+def test_a_placed_status_moves_forward_only() -> None:
+    """Held or owing may end CONFIRMED; CONFIRMED never ends held or owing again."""
+    ops = [
+        told("k1", "o1", 200, "AWAITING_PAYMENT"),
+        told("k2", "o2", 200, "BACKORDERED"),
+        told("k3", "o3", 200, "BACKORDERED"),
+        told("k4", "o4", 200, "BACKORDERED", intent="cancel"),
+        told("k5", "o5", 200, "CONFIRMED"),
+        told("k6", "o6", 200, "CONFIRMED"),
+    ]
+    ends = ["CONFIRMED", "CONFIRMED", "BACKORDERED", "CANCELLED", "BACKORDERED", "AWAITING_PAYMENT"]
+    orders = {f"o{i}": end for i, end in enumerate(ends, 1)}
+    verdict = checker.answers_hold(ops, snapshot(orders, {}))
+    assert verdict.counterexamples == [
+        "o5: order told 200 CONFIRMED, ends BACKORDERED",
+        "o6: order told 200 CONFIRMED, ends AWAITING_PAYMENT",
+    ]
+
+
 def test_pending_answers_may_end_either_way_and_held_answers_pass() -> None:
     ops = [
         told("k1", "o1", 503, "PENDING"),
