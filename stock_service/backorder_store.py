@@ -49,7 +49,7 @@ GIVE_UP = (
         backorder.c.goods_id == bindparam("g"),
         backorder.c.state == "waiting",
     )
-    .values(state="cancelled", updated_at=bindparam("at"))
+    .values(state="cancelled", gave_up_after=bindparam("after"), updated_at=bindparam("at"))
 )
 MOVE_OWED = (
     update(stock)
@@ -93,7 +93,9 @@ def write_backorders(
         if conn.execute(FILL_LINE, params).rowcount != 1:
             return False
     for flag, goods_id in sorted(backorders.cancelled):
-        if conn.execute(GIVE_UP, {"f": flag, "g": goods_id, "at": stamp}).rowcount != 1:
+        after = backorders.gave_up_after.get((flag, goods_id))
+        params = {"f": flag, "g": goods_id, "after": after, "at": stamp}
+        if conn.execute(GIVE_UP, params).rowcount != 1:
             return False
     if fills:
         conn.execute(INSERT_FILLS, [{**f, "created_at": stamp} for f in fills])

@@ -244,6 +244,10 @@ backorder = Table(
     Column("state", String(16), nullable=False),  # waiting, filled, cancelled
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
+    # Cancelled: the goods id's last ledger seq when it gave up its place (it left the line
+    # after that entry and before the next), so a give-up that returned nothing, and so wrote
+    # no ledger line of its own, still has a place in the ledger's order.
+    Column("gave_up_after", BigInteger, nullable=True),
     Index("ix_backorder_waiting", "goods_id", "state", "position"),
 )
 

@@ -3,7 +3,9 @@ ids of a prefix: every line that waited (table `backorder`: its place in line is
 `position`; the units it owed then, `wanted`; its state), every hand-over (`backorder_fill`: a
 ledger line of its seq and units), every give-up (a line `cancelled`: at the seq of its flag's
 return row of that goods id, or, when the return gave back nothing and so wrote no ledger line,
-at an unknown place: when its line last moved, `updated_at`), and each goods id's limit.
+just after the seq it recorded, `gave_up_after`; a line cancelled before that column has
+neither, and its place is only known by time: when its line last moved, `updated_at`), and each
+goods id's limit.
 
 Two checks, each a pure function of what was read:
 
@@ -47,6 +49,7 @@ class Waited:
     created_at: datetime
     updated_at: datetime
     gave_up: int | None = None  # the seq of its return, when cancelled and a return was written
+    gave_up_after: int | None = None  # cancelled: the goods id's last seq when it gave up
 
 
 @dataclass(frozen=True)
@@ -91,6 +94,7 @@ def read_backorders(engine: Engine, prefix: str) -> Backorders:
                     row.created_at,
                     row.updated_at,
                     None if seq is None else int(seq),
+                    None if row.gave_up_after is None else int(row.gave_up_after),
                 )
             )
         fills: dict[str, list[Handed]] = defaultdict(list)
@@ -108,6 +112,8 @@ def _gave_up_before(line: Waited, seq: int, at: datetime, strict: bool) -> bool:
         return False
     if line.gave_up is not None:
         return line.gave_up < seq
+    if line.gave_up_after is not None:
+        return line.gave_up_after < seq
     return line.updated_at < at if strict else line.updated_at <= at
 
 

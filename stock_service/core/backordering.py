@@ -98,6 +98,6 @@ def give_back(
             if held:
                 for location, n in back:
                     ledger.hold(goods_id, -n, location)
-        backorders.give_up(request.flag, goods_id)
+        backorders.give_up(request.flag, goods_id, ledger.seqs.get(goods_id, 0))
         serve_waiting(index, goods_id, ledger, places, backorders)
     return entries

@@ -42,6 +42,8 @@ class Backorders:
     new: list[Waiting] = field(default_factory=list)  # lines that start waiting now
     filled: dict[tuple[str, str], int] = field(default_factory=dict)  # (flag, goods) -> units
     cancelled: dict[tuple[str, str], int] = field(default_factory=dict)  # gave up, waiting for
+    # (flag, goods) -> the goods id's last ledger seq when the line gave up its place
+    gave_up_after: dict[tuple[str, str], int] = field(default_factory=dict)
 
     @classmethod
     def of(
@@ -87,13 +89,15 @@ class Backorders:
                 line[0] = replace(first, remaining=first.remaining - take)
         return served
 
-    def give_up(self, flag: str, goods_id: str) -> int:
-        """A cancelled backordered line leaves the line: the units it still waited for."""
+    def give_up(self, flag: str, goods_id: str, after: int = 0) -> int:
+        """A cancelled backordered line leaves the line, after the goods id's ledger entry of
+        seq `after`: the units it still waited for."""
         line = self.waiting.get(goods_id, [])
         for i, w in enumerate(line):
             if w.flag == flag:
                 del line[i]
                 self.owed[goods_id] -= w.remaining
                 self.cancelled[(flag, goods_id)] = w.remaining
+                self.gave_up_after[(flag, goods_id)] = after
                 return w.remaining
         return 0

@@ -216,4 +216,11 @@ def test_a_cancel_of_a_line_that_had_nothing_still_gives_up_its_place(
         ("filled", 1),
     ]
     assert second.json["outcome"] == "backordered"
+    # Its place in the ledger: after the last entry when it gave up (the second's
+    # `backordered`, seq 3 after the seed's 1 and its own 2), before the restock's.
+    with s.engine.connect() as conn:
+        query = sa.select(backorder.c.gave_up_after).where(
+            backorder.c.flag == first.json["flag"], backorder.c.goods_id == goods
+        )
+        assert conn.execute(query).scalar_one() == 3
     ledger_holds(s, goods, 5)

@@ -106,6 +106,9 @@ def apply(w: World, r: Request) -> Outcome:
     return Outcome.BACKORDERED
 
 
+SEQ0 = 100  # each goods id's last ledger seq before the batch
+
+
 def planned(w: World, batch: list[Request]) -> Plan:
     waiting = {
         g: [Waiting(f, g, i + 1, rem) for i, (f, rem) in enumerate(lines)]
@@ -115,7 +118,7 @@ def planned(w: World, batch: list[Request]) -> Plan:
         batch,
         dict(w.levels),
         dict(w.decided),
-        {g: 100 for g in GOODS},
+        {g: SEQ0 for g in GOODS},
         frozenset(),
         {g: 1 for g in GOODS},
         limits=w.limits,
@@ -223,6 +226,7 @@ def test_no_line_is_served_while_an_earlier_one_waits_and_the_cap_holds(
             first[1] += entry.delta
             owed[g] += entry.delta
 
+    returned_before: set[str] = set()
     # request by request, in the batch's order: a return gives back (its `returned` lines),
     # then its flag leaves every line, then what came back is handed on
     for i, asked in enumerate(batch):
@@ -233,6 +237,15 @@ def test_no_line_is_served_while_an_earlier_one_waits_and_the_cap_holds(
         if returning:
             for g in GOODS:
                 give_up(asked.flag, g)
+                # its place in the ledger: after this goods id's last line so far (its return),
+                # recorded by the flag's first return in the batch (a repeat moves nothing)
+                assert p.backorders is not None
+                after = p.backorders.gave_up_after.get((asked.flag, g))
+                before = [e.seq for e in p.entries if e.goods_id == g and e.index < i]
+                before += [e.seq for e in mine if e.goods_id == g and e.kind == "returned"]
+                if asked.flag not in returned_before:
+                    assert after in (None, max([SEQ0, *before])), (asked.flag, g, after, before)
+            returned_before.add(asked.flag)
             for entry in (e for e in mine if e.kind != "returned"):
                 take(entry)
         for line in queue.values():

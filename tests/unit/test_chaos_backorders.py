@@ -45,6 +45,7 @@ def line(flag: str, position: int, wanted: int, state: str = "waiting", **kw: An
         kw.get("made", at(position)),
         kw.get("moved", at(position)),
         kw.get("gave_up"),
+        kw.get("after"),
     )
 
 
@@ -89,6 +90,25 @@ def test_a_give_up_of_unknown_place_counts_only_when_it_came_strictly_before() -
     assert check_cap(before).ok
     same_time = book([line("b", 2, 3, "cancelled", moved=at(5)), line("c", 5, 3)], [])
     assert not check_cap(same_time).ok  # conservatively still owed
+
+
+def test_a_give_up_that_returned_nothing_is_placed_by_the_seq_it_recorded() -> None:
+    # One commit (one timestamp, second 5): b gives up after seq 4, then c owes 3 at seq 5.
+    made = at(5)
+    same_commit = [line("b", 2, 3, "cancelled", moved=made, after=4), line("c", 5, 3, made=made)]
+    assert check_cap(book(same_commit, [])).ok
+    # b gave up after seq 5 (c's entry came first): c's entry owed both, past the limit.
+    later = [line("b", 2, 3, "cancelled", moved=made, after=5), line("c", 5, 3, made=made)]
+    assert check_cap(book(later, [])).numbers["over"] == ["g seq 5: owes 6, limit 3"]
+    # B2: a hand-over to c in that commit, after b gave up, is fair; one before it is not.
+    fair = book(same_commit, [Handed("c", 6, 1, made)], limit=6)
+    assert check_fill_order(fair).ok
+    unfair = book(
+        [line("b", 2, 3, "cancelled", moved=made, after=6), line("c", 5, 3, made=made)],
+        [Handed("c", 6, 1, made)],
+        limit=6,
+    )
+    assert not check_fill_order(unfair).ok
 
 
 def test_a_line_handed_more_than_it_wanted_is_caught() -> None:
