@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
-from order_service.schemas import LineShortfall, OrderAllocation, OrderAnswer
+from order_service.schemas import LineShortfall, OrderAllocation, OrderAnswer, key_header
 from shared.schemas import (
     IDENTIFIER_PATTERN,
     WHOLE,
@@ -93,16 +93,11 @@ class ReservationKeyHeaders(BaseModel):
     """POST /reservations' Idempotency-Key (apiflask hands headers over as snake_case)."""
 
     model_config = ConfigDict(populate_by_name=True)
-    idempotency_key: str = Field(  # type: ignore[assignment]
-        default=None,
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=128,
-        pattern=r"^[\x20-\x7e]+$",
-        description="1-128 printable characters. A repeat with the same key and body holds "
-        "nothing new and answers the reservation it made, as it is once its first post has "
-        "finished (201 held; 409 failed; 200 released, expired or consumed since; 202 still "
-        "pending), with Idempotent-Replayed: true; with another body, 422.",
+    idempotency_key: str = key_header(
+        "1-128 printable characters. A repeat with the same key and body holds nothing new "
+        "and answers the reservation it made, as it is once its first post has finished (201 "
+        "held; 409 failed; 200 released, expired or consumed since; 202 still pending), with "
+        "Idempotent-Replayed: true; with another body, 422."
     )
 
 

@@ -139,21 +139,29 @@ class OrderPath(BaseModel):
     orderId: Identifier
 
 
-class IdempotencyHeaders(BaseModel):
-    """apiflask hands headers over as snake_case names; the document shows the real one."""
-
-    model_config = ConfigDict(populate_by_name=True)
-    # Absent is None, as OrderBody.goodsIds.
-    idempotency_key: str = Field(  # type: ignore[assignment]
-        default=None,
+def key_header(description: str, **required: Any) -> Any:
+    """The Idempotency-Key header's field, one rule for every route that takes it: 1-128
+    printable characters. Absent is None (as OrderBody.goodsIds), unless `required` says
+    otherwise (`default=...`)."""
+    return Field(
+        **{"default": None, **required},
         alias="Idempotency-Key",
         min_length=1,
         max_length=128,
         pattern=r"^[\x20-\x7e]+$",
-        description="1-128 printable characters. A repeat with the same key and body places "
+        description=description,
+    )
+
+
+class IdempotencyHeaders(BaseModel):
+    """apiflask hands headers over as snake_case names; the document shows the real one."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    idempotency_key: str = key_header(
+        "1-128 printable characters. A repeat with the same key and body places "
         "nothing new and answers the order's current state, once its first request has "
         "finished (200 placed; 409 refused; 409 CANCELLED if it was cancelled since, or if "
-        "the key was cancelled before it was placed); with another body, 422.",
+        "the key was cancelled before it was placed); with another body, 422."
     )
 
 
@@ -161,13 +169,7 @@ class CancelKeyHeaders(BaseModel):
     """The Idempotency-Key an order was placed under, to cancel it by (required here)."""
 
     model_config = ConfigDict(populate_by_name=True)
-    idempotency_key: str = Field(
-        alias="Idempotency-Key",
-        min_length=1,
-        max_length=128,
-        pattern=r"^[\x20-\x7e]+$",
-        description="the key the order was placed under",
-    )
+    idempotency_key: str = key_header("the key the order was placed under", default=...)
 
 
 class OrderLine(BaseModel):
