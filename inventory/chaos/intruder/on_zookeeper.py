@@ -11,7 +11,7 @@ import socket
 from functools import partial
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError
+from kazoo.exceptions import NoAuthError, NoNodeError
 from kazoo.protocol.serialization import Connect, int_struct
 from kazoo.security import OPEN_ACL_UNSAFE
 
@@ -31,6 +31,16 @@ def _plain_session(host: str) -> bytes:
     if not reply:
         raise ConnectionError("closed without an answer")
     return reply
+
+
+def _children(client: KazooClient, path: str) -> list[str]:
+    """A node's children as they are now; none when it is gone. The lock parents are container
+    nodes, which ZooKeeper deletes once empty, so one listed a moment ago may be gone already
+    (a chaos run's intrusion once failed on it: NoNodeError)."""
+    try:
+        return list(client.get_children(path))
+    except NoNodeError:
+        return []
 
 
 def _closed(exc: Exception) -> bool:
@@ -56,10 +66,10 @@ def zookeeper_attempts() -> list[Attempt]:
     client.start(timeout=10)
     try:
         locks = "/inventory/locks"
-        goods = client.get_children(locks)
-        held = [f"{locks}/{g}/{c}" for g in goods for c in client.get_children(f"{locks}/{g}")]
+        goods = _children(client, locks)
+        held = [f"{locks}/{g}/{c}" for g in goods for c in _children(client, f"{locks}/{g}")]
         election = [
-            f"/inventory/reconciler/{c}" for c in client.get_children("/inventory/reconciler")
+            f"/inventory/reconciler/{c}" for c in _children(client, "/inventory/reconciler")
         ]
         attempts = plain
         for node in held[:3]:
