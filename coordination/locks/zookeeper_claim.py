@@ -131,8 +131,8 @@ class ZooKeeperClaim(Claim):
 
     def _enqueue(self) -> None:
         names = self._wanted()
-        self.locks.ensure_parents(names)
         found = self._find_nodes(names) if self.create_tried else {}
+        self.locks.ensure_parents(names)
         self.create_tried = True
         if found:
             self.nodes = found
@@ -174,10 +174,18 @@ class ZooKeeperClaim(Claim):
         self.create_tried = False
 
     def _find_nodes(self, names: list[str]) -> dict[str, str]:
-        """After a create whose reply was lost: our nodes, if the create was applied."""
+        """After a create whose reply was lost: our nodes, if the create was applied. A lock
+        path gone holds none of them (our node would have kept its container): it is made
+        again before the create, which would otherwise fail on it, and this look with it, on
+        every round until the deadline and past it."""
         found = {}
         for name in names:
-            for child in self.client.get_children(self.locks.path(name)):
+            try:
+                children = self.client.get_children(self.locks.path(name))
+            except NoNodeError:
+                self.locks.forget_parents([name])
+                continue
+            for child in children:
                 if child.startswith(self.prefix):
                     found[name] = f"{self.locks.path(name)}/{child}"
         return found

@@ -191,6 +191,34 @@ def test_zookeeper_lease_is_not_trusted_after_the_connection_is_suspended(tmp_pa
         server.stop()
 
 
+def test_a_lost_create_whose_lock_path_went_away_is_enqueued_again(
+    zk_server: ServerProcess,
+) -> None:
+    """A create whose reply was lost, and was never applied, leaves nothing under its lock path;
+    an empty container ZooKeeper deletes. The retry looks for its node there: the path gone, it
+    makes the path again and enqueues, within the deadline (it used to read the missing path on
+    every round, for ever, as the cached path was never made again)."""
+    locks = ZooKeeperLocks(zk_server.address, f"/test-locks/{unique('root')}")
+    name = unique("lock")
+    claim = locks.new_claim([name])
+    try:
+        locks.ensure_parents([name])  # made, and remembered as made
+        locks.client.delete(locks.path(name))  # as the server deletes an empty container
+        claim.create_tried = True  # the create's reply was lost
+        got: list[frozenset[str]] = []
+        waiter = threading.Thread(
+            target=lambda: got.append(claim.wait(time.monotonic() + 5)), daemon=True
+        )
+        waiter.start()
+        waiter.join(15)
+        stuck = waiter.is_alive()
+    finally:
+        locks.close()  # a waiter still going round finds no connection, and stops
+    assert not stuck, "the claim went round its lost lock path past its deadline"
+    assert got == [frozenset({name})]
+    assert claim.tokens[name] is not None
+
+
 def test_zookeeper_excludes_holders_in_different_clients(zk_server: ServerProcess) -> None:
     """Two backends stand for two processes: their threads meet only in ZooKeeper's queue."""
     root = f"/test-locks/{unique('root')}"
