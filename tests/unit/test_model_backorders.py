@@ -17,6 +17,7 @@ import pytest
 from inventory.model_backorder_variants import BACKORDER_VARIANTS, MODEL
 from inventory.model_check import Result, Variant, check_all, check_variant
 from inventory.model_map import BACKORDER_ACTIONS, PENDING_BACKORDER_ACTIONS
+from tests.unit.model_runs import assert_counterexample, assert_intact, assert_macros_known
 from tests.unit.test_model_check import step_index
 from tests.unit.test_model_map import resolve
 
@@ -39,11 +40,8 @@ def probe(*macros: str) -> Result:
 def test_each_world_intact_has_no_violation(
     results: dict[str, Result], world: str, at_least: int
 ) -> None:
-    intact = results[world]
-    assert intact.completed, "the search ran out of memory: nothing is proved"
-    assert intact.errors == 0, intact.trace
     # explored, not cut short (0.42 and 2.17 million states when written)
-    assert intact.states > at_least
+    assert_intact(results[world], at_least)
 
 
 @pytest.mark.parametrize(
@@ -52,11 +50,7 @@ def test_each_world_intact_has_no_violation(
 def test_each_guard_removed_gives_a_counterexample(
     results: dict[str, Result], variant: str
 ) -> None:
-    found = results[variant]
-    assert found.errors > 0, f"{variant}: no counterexample"
-    assert found.violation.startswith("assertion violated")
-    assert found.trace[-1].startswith("VIOLATED")
-    assert len(found.trace) >= 3
+    assert_counterexample(results[variant], variant)
 
 
 def test_every_variant_is_as_expected(results: dict[str, Result]) -> None:
@@ -66,11 +60,7 @@ def test_every_variant_is_as_expected(results: dict[str, Result]) -> None:
 def test_each_variant_s_macros_are_the_model_s() -> None:
     """A macro the model does not know compiles the intact model: an expected-clean variant
     (NO_HANDOVER) would pass for nothing."""
-    text = MODEL_FILE.read_text()
-    for variant in BACKORDER_VARIANTS:
-        for macro in variant.macros:
-            name = macro.split("=")[0]
-            assert re.search(rf"^#(el)?if.*\b{name}\b", text, re.MULTILINE), (variant.name, name)
+    assert_macros_known(MODEL_FILE, BACKORDER_VARIANTS)
 
 
 def _place(trace: list[str], line: str) -> int:
