@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -76,10 +77,19 @@ def load_state(home: Path | None = None) -> StackState | None:
 
 
 def save_state(state: StackState) -> None:
+    """Written whole or not at all: `up` saves the state again as each process starts, and
+    `status`, `down` or a test reading it meanwhile must never see a half-written (or empty)
+    file. The new text goes to a file of its own, made readable by its owner only (it holds
+    the admin token), then takes the old one's name in one rename."""
     path = Path(state.home, STATE_FILE)
-    path.touch(mode=0o600)  # it holds the admin token: readable by its owner only
-    path.chmod(0o600)
-    path.write_text(json.dumps(asdict(state), indent=2))
+    fd, partial = tempfile.mkstemp(dir=state.home, prefix=f".{STATE_FILE}.")  # mode 600
+    try:
+        with os.fdopen(fd, "w") as out:
+            out.write(json.dumps(asdict(state), indent=2))
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
 
 
 def is_running(state: StackState) -> bool:
