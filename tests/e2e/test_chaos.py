@@ -244,10 +244,26 @@ def test_zookeeper_speaks_only_tls_checked_against_the_ca(cluster: Path) -> None
     assert {"pg1", "pg2", "stock1", "stock2", "order1", "order2"} <= holders, clients
 
 
+def why_not_valid(run: subprocess.CompletedProcess[str], folder: Path) -> str:
+    """A failed run's story, what matters first: each violated check with its detail and
+    examples (CI cuts a long message short, and the run's log is long), then the log's end."""
+    report = folder / "report.json"
+    violated = []
+    if report.exists():
+        verdicts = json.loads(report.read_text()).get("verdicts", [])
+        violated = [
+            f"{v['check']} violated: {v['detail']}; e.g. {v.get('counterexamples', [])[:5]}"
+            for v in verdicts
+            if v["verdict"] == "violated"
+        ]
+    head = violated or [f"exit {run.returncode}, no check violated (or no report.json)"]
+    return "\n".join([*head, "the run's output ends:", (run.stdout + run.stderr)[-4000:]])
+
+
 def test_quick_chaos_is_valid(cluster: Path) -> None:
     folder = cluster / "quick"
     run = inventory("chaos", "--quick", "--report", str(folder))
-    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.returncode == 0, why_not_valid(run, folder)
     result = json.loads((folder / "report.json").read_text())
     assert result["verdict"] == "valid"
     assert [w["fault"] for w in result["windows"]][1:] == [
@@ -399,7 +415,7 @@ def test_without_fencing_a_worker_paused_inside_its_write_loses_an_update(cluste
     violated = [v for v in result["verdicts"] if v["verdict"] == "violated"]
     broken = {v["check"] for v in violated}
     print(f"unfenced, paused in its write: exit {run.returncode}, violated {sorted(broken)}")
-    details = [f"{v['check']}: {v['detail']}" for v in violated]
+    details = [f"{v['check']}: {v['detail']} {v['counterexamples'][:5]}" for v in violated]
     assert bool(broken) == (run.returncode == 1), details
     assert broken <= stale_write_checks, details
 
