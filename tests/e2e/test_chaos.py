@@ -245,18 +245,18 @@ def test_zookeeper_speaks_only_tls_checked_against_the_ca(cluster: Path) -> None
 
 
 def why_not_valid(run: subprocess.CompletedProcess[str], folder: Path) -> str:
-    """A failed run's story, what matters first: each violated check with its detail and
+    """A failed run's story, what matters first: each check violated or left unknown, its detail and
     examples (CI cuts a long message short, and the run's log is long), then the log's end."""
     report = folder / "report.json"
     violated = []
     if report.exists():
         verdicts = json.loads(report.read_text()).get("verdicts", [])
-        violated = [
-            f"{v['check']} violated: {v['detail']}; e.g. {v.get('counterexamples', [])[:5]}"
+        violated = [  # violated (exit 1), or unknown: the run could not judge it (exit 2)
+            f"{v['check']} {v['verdict']}: {v['detail']}; e.g. {v['counterexamples'][:5]}"
             for v in verdicts
-            if v["verdict"] == "violated"
+            if v["verdict"] in ("violated", "unknown")
         ]
-    head = violated or [f"exit {run.returncode}, no check violated (or no report.json)"]
+    head = violated or [f"exit {run.returncode}, every check valid (or no report.json)"]
     return "\n".join([*head, "the run's output ends:", (run.stdout + run.stderr)[-4000:]])
 
 
