@@ -44,6 +44,12 @@ BACKORDER_VARIANTS: tuple[Variant, ...] = (
         "the waiting lines first",
     ),
     _variant(
+        "CANCEL_READ_BEFORE_HOLD",
+        ("CANCEL_READ_BEFORE_HOLD",),
+        True,
+        "a cancel gives back what its line had when it read before the lock, not again under it",
+    ),
+    _variant(
         "BACKORDERS_NO_FENCE",
         ("NO_FENCE",),
         True,

@@ -185,6 +185,12 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "a restock: an adjustment to the lock, its unit served to the lines in its commit": (
         "stock_service.deduction.StockDeduction.adjust"
     ),
+    "a cancel reads what its flag has before the lock": (
+        "stock_service.store.StockStore.returning"
+    ),
+    "a cancel of a backordered flag reads what it has again under the lock": (
+        "stock_service.decide.as_of_the_hold"
+    ),
     "a cancel: what was filled back, the place given up, the next line served": (
         "stock_service.core.backordering.give_back"
     ),

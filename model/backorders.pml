@@ -17,9 +17,10 @@
    - two restocks of one unit each (admin adjustments, under the lock): in the same commit the
      unit goes to the waiting line of the oldest place (Backorders.serve), as much as it still
      wants (B's 2: in parts), and on hand only when no line waits;
-   - the cancel of B once backordered or filled (plan's give_back): under the lock B gives up
-     its place and what it was filled comes back, to the oldest line waiting first, in the same
-     commit;
+   - the cancel of B once backordered or filled (plan's give_back): it reads what B has before
+     it takes the lock (store.returning), then under the lock reads it again (decide.py's
+     as_of_the_hold: a restock may have filled B between the two), B gives up its place and
+     what it was filled comes back, to the oldest line waiting first, in the same commit;
    - one lock whose token grows; up to PAUSES holders (1; 2 with -DPAUSES=2) are paused past
      their session between their read and their commit and lose the lock unaware; another takes
      it with a newer token. Every write is the code's compare-and-set on the goods row
@@ -70,6 +71,9 @@
                            served in their commit leave nothing on hand while a line waits); with
                            FILL_NOT_IN_COMMIT, a newcomer takes the restocked unit: a later order
                            filled first
+     -DCANCEL_READ_BEFORE_HOLD  the cancel gives back what B had when it read before the lock:
+                           a unit handed to B between that read and the hold stays with the
+                           cancelled B (units lost)
      -DNO_FENCE            the backorders' commits last-writer-wins on their read: a holder paused
                            past its session writes over another (two lines at one place, units
                            made or lost, or the cap passed)
@@ -356,7 +360,12 @@ inline decide(me) {
     :: me == CANCEL ->
        /* B's units back (what it was filled; all of them, confirmed): it gives up its place,
           and what comes back serves the lines waiting (plan's give_back) */
-       left = p_fill[1]; p_fill[1] = 0; p_st[1] = CANCELLED; touched = touched | 2;
+#ifdef CANCEL_READ_BEFORE_HOLD
+       left = early;                  /* what B had when the cancel read before the lock */
+#else
+       left = p_fill[1];              /* read again under the lock */
+#endif
+       p_fill[1] = 0; p_st[1] = CANCELLED; touched = touched | 2;
        printf(" decides: B (place %d) is cancelled and gives back %d", p_place[1], left);
        arrive();
        show_got()
@@ -365,16 +374,24 @@ inline decide(me) {
 
 /* One client: its lock hold, its read and decision, maybe a pause, its fenced commit. */
 proctype client(byte me) {
-    byte tok, seen, seen_seq, touched, i, j, o, left, give;
+    byte tok, seen, seen_seq, touched, i, j, o, left, give, early;
     short p_on;
     mtype p_st[NB];
     byte p_fill[NB], p_place[NB], got[NB];
     mtype out = NONE, answer = NONE;
     bool over_the_limit, made_or_lost, two_lines_one_place, later_filled_first;
+    /* the cancel, once B is backordered or confirmed, reads what B has before the lock */
+    if
+    :: me == CANCEL ->
+end_read:
+       atomic {
+           (st[1] == BACKORDERED || st[1] == CONFIRMED); early = fill[1];
+           step(me); printf(" reads what B has before the lock: %d\n", early)
+       }
+    :: else -> skip
+    fi;
 end_wait:
     atomic {
-        /* the cancel once B is backordered or confirmed */
-        (me != CANCEL || st[1] == BACKORDERED || st[1] == CONFIRMED);
         take_lock(me);
         read_row();
         step(me); printf(" takes the lock, token %d: on hand %d, %d owed\n", tok, on_hand, OWED);

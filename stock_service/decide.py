@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from sqlalchemy.exc import IntegrityError
 
@@ -47,7 +48,15 @@ from shared.contract import Decided
 from shared.faults import NO_FAULTS, Faults
 from shared.metrics import FENCING_REFUSALS
 from stock_service.backorder_store import write_backorders
-from stock_service.core import BatchState, BatchWrites, Decision, Plan, Request, batch_writes
+from stock_service.core import (
+    BatchState,
+    BatchWrites,
+    Decision,
+    Kind,
+    Plan,
+    Request,
+    batch_writes,
+)
 from stock_service.core.unfenced import renumber
 from stock_service.core.writes import attach_flows
 from stock_service.location_store import write_moves, write_named
@@ -82,6 +91,7 @@ def decide_batch(
     # the primary key and not by the read: both are rare, and each unique-constraint retry
     # marks one more request decided.
     for _attempt in range(len(requests) + 3):
+        requests = as_of_the_hold(store, requests)
         moving = [r.transfer.transfer_id for r in requests if r.transfer is not None]
         read = store.read_batch(sorted(tokens), [r.flag for r in requests], moving)
         writes = batch_writes(requests, _state(read), tokens if fenced else {}, events, max_level)
@@ -104,6 +114,23 @@ def decide_batch(
             continue
         return attach_flows(requests, writes, write.stamp)
     raise LockLost("the batch was overtaken on every attempt; nothing was written")
+
+
+def as_of_the_hold(store: StockStore, requests: Sequence[Request]) -> list[Request]:
+    """A return of a flag that backordered gives back what its lines were handed, and a line
+    still waiting goes on being handed units (by restocks, returns, transfers received) until
+    the return's hold: its lines and parts read before the hold may miss a hand-over committed
+    between that read and the hold, whose units would then stay with a cancelled order. So
+    they are read again here, under the lock of its goods ids (every hand-over of them is made
+    under it): current, and fixed until this hold ends. Its goods ids stay the ones locked: a
+    backordered line names its goods id from the deduction on, filled or not."""
+    current = []
+    for r in requests:
+        if r.kind is Kind.RETURN and r.backorder:
+            lines, parts, _ = store.returning(r.flag)
+            r = replace(r, lines=lines, parts=parts)
+        current.append(r)
+    return current
 
 
 def _write_levels(

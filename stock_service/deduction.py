@@ -198,9 +198,11 @@ class StockDeduction:
         )
         if decided == Decided.DEDUCTED:
             # Each unit goes back where it came from: its lines and their locations, read
-            # before the hold (a deducted flag's flows and allocations never change).
-            lines, parts = self.store.returning(flag)
-            decision, _hold = self._decide(Request(flag, lines, Kind.RETURN, parts=parts))
+            # before the hold (a deducted flag's flows and allocations never change; what
+            # its backordered lines were handed may, until the hold: read again there).
+            lines, parts, backordered = self.store.returning(flag)
+            request = Request(flag, lines, Kind.RETURN, parts=parts, backorder=backordered)
+            decision, _hold = self._decide(request)
             outcome = decision.outcome
         else:  # returned before; or refused or voided: nothing was deducted
             outcome = Outcome.RETURNED if decided == Decided.RETURNED else Outcome.VOIDED

@@ -128,10 +128,11 @@ class StockStore:
         held = frozenset(r.flag for r in found if r.held)
         return BatchRead(rows, decided, held, places, moving, waiting)
 
-    def returning(self, flag: str) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
-        """What a return of a deducted flag gives back, read before the hold: its units per
-        goods id (its flows, and what its backordered lines got since; a line still waiting
-        is named with what it has) and where each came from, by location."""
+    def returning(self, flag: str) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
+        """What a return of a deducted flag gives back: its units per goods id (its flows, and
+        what its backordered lines got since; a line still waiting is named with what it has),
+        where each came from, by location, and whether it has backordered lines (then what
+        they were handed may grow until the return's hold: decide.py reads it again there)."""
         with transaction(self.engine, DB, read_only=True) as conn:
             flows = list(conn.execute(READ_FLOWS, {"flag": flag}))
             parts = allocations(conn, flag)
@@ -146,7 +147,7 @@ class StockStore:
             came = parts.setdefault(fill.goods_id, {})
             for loc, num in parts_of(fill.location):
                 came[loc] = came.get(loc, 0) + num
-        return units, parts
+        return units, parts, bool(lines)
 
     def backorders(self, flag: str) -> list[dict[str, Any]]:
         """A flag's backordered lines: each goods id's units owed when it started waiting,

@@ -80,7 +80,8 @@ class Request:
     locations: Mapping[str, str] = field(default_factory=dict)
     # A deduction that takes what it can (fill=partial): refused only when nothing could be.
     partial: bool = False
-    # A deduction that owes what is not on hand (fill=backorder), within the limit.
+    # A deduction that owes what is not on hand (fill=backorder), within the limit; a return
+    # of a flag that did (its lines and parts are read again under the hold: decide.py).
     backorder: bool = False
     # A return's parts: where each goods id's units came from (goods id -> location -> units),
     # read with its lines before the hold; a goods id missing here came from the default.

@@ -224,3 +224,44 @@ def test_a_cancel_of_a_line_that_had_nothing_still_gives_up_its_place(
         )
         assert conn.execute(query).scalar_one() == 3
     ledger_holds(s, goods, 5)
+
+
+def test_a_cancel_gives_back_what_its_line_was_handed_after_it_read_its_lines(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A cancel reads what its flag had before it takes the lock; a restock that fills the
+    line between that read and the cancel's hold must still come back with the cancel (a
+    chaos run caught a cancelled order keeping 2 units handed to it so: I3). The restock is
+    made, for real, right after the cancel's first read."""
+    s = services
+    goods = unique()
+    s.seed(goods, 0)
+    assert limit(s, goods, 5).status_code == 200
+    owing = order(s, goods, 2)
+    assert owing.json["outcome"] == "backordered", owing.json
+    store = s.stock_app.extensions["stock"].deduction.store
+    read = store.returning
+    reads: list[dict[str, int]] = []
+
+    def read_then_restock(flag: str) -> Any:
+        found = read(flag)
+        reads.append(dict(found[0]))
+        if len(reads) == 1:  # between the cancel's read and its hold, in another thread
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(restock, s, goods, 2).result()
+        return found
+
+    monkeypatch.setattr(store, "returning", read_then_restock)
+    cancelled = s.stock.put(f"/returnStock/{owing.json['flag']}")
+    assert cancelled.json["outcome"] == "returned", cancelled.json
+    assert reads[0] == {goods: 0}, reads  # read before the hand-over
+    assert lines(s, goods) == [(owing.json["flag"], 2, 2, "filled")]
+    with s.engine.connect() as conn:
+        back = conn.execute(
+            sa.select(sa.func.sum(stock_return.c.num)).where(
+                stock_return.c.flag == owing.json["flag"]
+            )
+        ).scalar_one()
+    assert back == 2, "the units handed to the line stayed with the cancelled order"
+    assert s.level(goods) == 2
+    ledger_holds(s, goods, 5)

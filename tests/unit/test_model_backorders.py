@@ -2,7 +2,8 @@
 on hand within a cap, filled oldest first by the units that arrive, and a reservation ended once
 by its genOrder, its DELETE or its expiry, its units back once. Intact it has no violation, and
 each guard removed yields its counterexample: a later order filled first (newest first, or a
-newcomer taking a restocked unit), units left on hand while a line waits, a lost update, two
+newcomer taking a restocked unit), units left on hand while a line waits, a lost update, a
+hand-over kept by a cancelled line (the cancel's read before the lock), two
 ends of one reservation, units back twice (but NO_HANDOVER, which the fill in the arrival's
 commit covers: expected clean). Needs spin and gcc; missing, this fails (it does not skip).
 About 20 s of CPU."""
@@ -104,6 +105,23 @@ def test_arrivals_not_served_in_their_commit_stay_on_hand_while_a_line_waits(
     end, _ = step_index(trace, r"^end: on hand [1-9]")
     assert "waits" in trace[end] and end == len(trace) - 2
     assert "units_on_hand_while_a_line_waits" in trace[-1]
+
+
+def test_a_cancel_that_gives_back_what_it_read_before_the_lock_loses_a_hand_over(
+    results: dict[str, Result],
+) -> None:
+    """The cancel reads what B has, a restock then hands B a unit in its commit, and the cancel
+    under the lock gives back what it read before: the unit stays with the cancelled B (a
+    chaos run caught the code doing so)."""
+    trace = results["CANCEL_READ_BEFORE_HOLD"].trace
+    read, early = step_index(trace, r"cancel of B reads what B has before the lock: (\d+)")
+    handed, _ = step_index(
+        trace, r"restock \d commits .*B waits [1-9]|restock \d commits .*B filled"
+    )
+    gives, back = step_index(trace, r"cancel of B decides: .*gives back (\d+)")
+    assert read < handed < gives
+    assert back.group(1) == early.group(1)
+    assert "made_or_lost" in trace[-1]
 
 
 def test_an_unfenced_backorder_lands_on_a_read_from_before_another(
