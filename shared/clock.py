@@ -1,0 +1,35 @@
+"""One clock for every deadline: the database's.
+
+A reservation's `expiresAt`, a hold's pay deadline and every "is it due" condition compare
+times written by one host with times read by another. Each host's own clock differs from the
+others' (NTP keeps them within milliseconds on a good day, seconds on a bad one): an order host
+2 s ahead answered `expired` to a DELETE that another host then honoured, and a reconciler host
+ahead expired reservations before the `expiresAt` the buyer was told. Every writer and every
+pass therefore takes "now" from the database they all share, inside the transaction that
+compares or writes it, so every comparison is made on one clock."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+# Naive UTC, as the DateTime columns store it (shared/db.py's Timestamp), with microseconds.
+# PostgreSQL's clock_timestamp() is the time of the statement, not of the transaction's start
+# (now()), so a long transaction does not read a time from its past.
+_NOW = {
+    "postgresql": "SELECT (clock_timestamp() AT TIME ZONE 'UTC')",
+    "mysql": "SELECT UTC_TIMESTAMP(6)",
+    "mariadb": "SELECT UTC_TIMESTAMP(6)",
+    "sqlite": "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')",
+}
+
+
+def database_now(conn: Connection) -> datetime:
+    """The database's time now, naive UTC (one round trip on the caller's connection)."""
+    value = conn.execute(text(_NOW[conn.dialect.name])).scalar_one()
+    if isinstance(value, str):  # SQLite answers text
+        return datetime.fromisoformat(value)
+    assert isinstance(value, datetime)
+    return value.replace(tzinfo=None)
