@@ -10,6 +10,10 @@ planned from the read. So the lost update shows where it happened, in the level,
 lines of a goods id share a seq (`stock_flow`, `stock_return` and `stock_adjustment` are unique
 on (goods_id, seq): a duplicate could only fail, never be written). Before, the lines kept the
 seqs planned from the stale read, and a baseline run left two flows at one seq.
+
+A row names its ledger line by `seq`, but for a backorder's waiting line, which names the
+line that started it waiting by `position` (its place in the goods id's queue, oldest first):
+both move with the line.
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ from typing import Any
 
 from stock_service.core.plan import Decision
 
+# The columns that hold a ledger line's seq: `seq` (flows, returns, adjustments, stock events,
+# transfer legs, hand-overs to waiting lines), `position` (a waiting line: its backordered line).
+SEQ_COLUMNS = ("seq", "position")
+
 
 def renumber(
     moved: Mapping[str, int], decisions: list[Decision], *rows: list[dict[str, Any]]
 ) -> None:
     """Moves the seq of every line and row of a goods id in `moved` by its offset: the
     decisions' entries (for the answers) and the rows about to be written (flows, returns,
-    adjustments, stock events)."""
+    adjustments, stock events, transfer legs, waiting lines and their hand-overs)."""
     for decision in decisions:
         decision.entries = [
             replace(e, seq=e.seq + moved[e.goods_id]) if e.goods_id in moved else e
@@ -35,5 +43,8 @@ def renumber(
     for table in rows:
         for row in table:
             offset = moved.get(row["goods_id"])
-            if offset:
-                row["seq"] += offset
+            if not offset:
+                continue
+            for column in SEQ_COLUMNS:
+                if column in row:
+                    row[column] += offset
