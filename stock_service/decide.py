@@ -29,8 +29,11 @@ did not take the lock), makes the insert fail, and the hold reads again and repl
 is a decision too, in the same commit: a late attempt of a refused flag (one that passed the
 Redis check before the refusal, and reached the lock after it) reads it and is refused, even
 if stock came back meanwhile; one that read before the refusal committed fails on the key.
-A refusal changes no level, so it needs no fence: a stale holder's refusal is a refusal that
-was true when it read. A return
+Every goods id a hold read passes the fenced gate in its commit, whatever the plan does to it:
+a refusal, or a cancel of a backordered line that gives back nothing, changes no level but
+still writes rows that rest on what was read (a decision, a line given up, the units owed), and
+a stale holder's give-up committed after a newer holder had handed that line units lost them.
+A return
 moves its flag's decision from deducted to returned by a compare-and-set, and its rows are
 unique per (flag, goods id): nothing is returned twice.
 """
@@ -91,9 +94,11 @@ def decide_batch(
     # the primary key and not by the read: both are rare, and each unique-constraint retry
     # marks one more request decided.
     for _attempt in range(len(requests) + 3):
-        requests = as_of_the_hold(store, requests)
         moving = [r.transfer.transfer_id for r in requests if r.transfer is not None]
-        read = store.read_batch(sorted(tokens), [r.flag for r in requests], moving)
+        backordered = [r.flag for r in requests if r.kind is Kind.RETURN and r.backorder]
+        flags = [r.flag for r in requests]
+        read = store.read_batch(sorted(tokens), flags, moving, backordered)
+        requests = as_of_the_hold(requests, read)
         writes = batch_writes(requests, _state(read), tokens if fenced else {}, events, max_level)
         faults.fire("stop_after_read")
         faults.fire("pair_after_read")
@@ -116,18 +121,19 @@ def decide_batch(
     raise LockLost("the batch was overtaken on every attempt; nothing was written")
 
 
-def as_of_the_hold(store: StockStore, requests: Sequence[Request]) -> list[Request]:
+def as_of_the_hold(requests: Sequence[Request], read: BatchRead) -> list[Request]:
     """A return of a flag that backordered gives back what its lines were handed, and a line
     still waiting goes on being handed units (by restocks, returns, transfers received) until
     the return's hold: its lines and parts read before the hold may miss a hand-over committed
     between that read and the hold, whose units would then stay with a cancelled order. So
-    they are read again here, under the lock of its goods ids (every hand-over of them is made
-    under it): current, and fixed until this hold ends. Its goods ids stay the ones locked: a
-    backordered line names its goods id from the deduction on, filled or not."""
+    they are read again in the hold's own read (`read_batch`, after the stock rows: a hand-over
+    committed after those moved a row's seq, and the compare-and-set finds it), under the lock
+    of its goods ids (every hand-over of them is made under it). Its goods ids stay the ones
+    locked: a backordered line names its goods id from the deduction on, filled or not."""
     current = []
     for r in requests:
-        if r.kind is Kind.RETURN and r.backorder:
-            lines, parts, _ = store.returning(r.flag)
+        if r.kind is Kind.RETURN and r.backorder and r.flag in read.gives_back:
+            lines, parts, _ = read.gives_back[r.flag]
             r = replace(r, lines=lines, parts=parts)
         current.append(r)
     return current
@@ -138,9 +144,24 @@ def _write_levels(
 ) -> dict[str, int]:
     """The levels, fenced (a compare-and-set on the row as read), or with `tokens` None the
     unfenced baseline (see stock_service/core/unfenced.py); for the latter, how far the database
-    moved each goods id's ledger seqs from the ones planned."""
+    moved each goods id's ledger seqs from the ones planned.
+
+    Fenced, every goods id the hold read passes the gate, whatever its plan does to it: a row
+    the plan leaves as it is (a refusal, a give-up that returns nothing) is compared and fenced
+    like a row it writes, so nothing a hold commits rests on a read another writer has moved
+    on since. One loop in goods id order: two holds' transactions take their row locks in the
+    same order."""
     moved: dict[str, int] = {}
-    for goods_id in sorted(the_plan.changed | the_plan.created):
+    writing = the_plan.changed | the_plan.created
+    gated = set(read.rows) if tokens is not None else set()
+    for goods_id in sorted(writing | gated):
+        if goods_id not in writing:
+            token = tokens[goods_id] if tokens else None
+            assert token is not None
+            _refuse_if_newer(goods_id, int(read.rows[goods_id].fence), token)
+            as_read = (int(read.rows[goods_id].fence), int(read.rows[goods_id].ledger_seq))
+            _overtaken_if_moved(goods_id, write.pass_gate(goods_id, as_read, token), token)
+            continue
         level, seq = the_plan.levels[goods_id], the_plan.seqs.get(goods_id, 0)
         held = the_plan.held.get(goods_id, 0)
         seed = the_plan.seeded.get(goods_id)
@@ -166,27 +187,39 @@ def _write_levels(
         # FENCE_WITHOUT_SEQ), and a row moved under an older or equal token is read again.
         # A level set outright (the admin seed) resets the fence to this holder's token: the
         # way back into service after the lock service was rebuilt (its tokens start again).
-        if seen > token and goods_id not in the_plan.seeded:
-            FENCING_REFUSALS.inc()
-            raise LockLost(
-                f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
-                f"since this holder (token {token}) acquired"
-            )
+        if goods_id not in the_plan.seeded:
+            _refuse_if_newer(goods_id, seen, token)
         seen_seq = int(read.rows[goods_id].ledger_seq)
         current = write.set_level_fenced(goods_id, level, (seen, seen_seq), token, seq, held)
-        if current is None:
-            continue
-        if current <= token:
-            raise _Overtaken(
-                f"{goods_id} was written by an older lock holder (token {current}) after "
-                f"this holder (token {token}) read it"
-            )
+        _overtaken_if_moved(goods_id, current, token)
+    return moved
+
+
+def _refuse_if_newer(goods_id: str, seen: int, token: int) -> None:
+    """A row read with a newer holder's fence: this holder is stale, and writes nothing."""
+    if seen > token:
         FENCING_REFUSALS.inc()
         raise LockLost(
-            f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
-            f"since this holder (token {token}) read it"
+            f"write to {goods_id} refused: a newer lock holder (token {seen}) has written "
+            f"since this holder (token {token}) acquired"
         )
-    return moved
+
+
+def _overtaken_if_moved(goods_id: str, current: int | None, token: int) -> None:
+    """After a compare-and-set: None, it held; a fence not above this holder's token, an older
+    (or this same) holder moved the row since the read: read again; a newer one: stale."""
+    if current is None:
+        return
+    if current <= token:
+        raise _Overtaken(
+            f"{goods_id} was written by an older lock holder (token {current}) after "
+            f"this holder (token {token}) read it"
+        )
+    FENCING_REFUSALS.inc()
+    raise LockLost(
+        f"write to {goods_id} refused: a newer lock holder (token {current}) has written "
+        f"since this holder (token {token}) read it"
+    )
 
 
 def _state(read: BatchRead) -> BatchState:

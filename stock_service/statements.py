@@ -53,6 +53,20 @@ WRITE_FENCED = (
 )
 # The unfenced baseline: no condition on the row as read (no fence, no seq match), so a stale
 # read's level wins; the seq moves on in the database, so its ledger lines never share a seq.
+# The gate of a goods id a hold read and does not move (a refusal, a give-up that returns
+# nothing, a duplicate beside a deduction): the same compare-and-set on the row as read, moving
+# only the fence. Without it such a hold's rows (a decision, a line given up, units owed) were
+# committed by a holder whatever had happened since its read: a stale holder's give-up landed
+# after a newer holder had handed its line units, and the units were lost.
+GATE_FENCED = (
+    update(stock)
+    .where(
+        stock.c.goods_id == bindparam("g"),
+        stock.c.fence == bindparam("seen"),
+        stock.c.ledger_seq == bindparam("seen_seq"),
+    )
+    .values(fence=bindparam("token"))
+)
 WRITE_UNFENCED = (
     update(stock)
     .where(stock.c.goods_id == bindparam("g"))

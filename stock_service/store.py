@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import Engine, select
+from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
@@ -45,6 +46,9 @@ __all__ = ["BatchRead", "StockStore", "StockWrite"]
 
 DB = "stock database"
 
+# What a return gives back: units per goods id, where they came from, whether it backordered.
+GivesBack = tuple[dict[str, int], dict[str, dict[str, int]], bool]
+
 
 @dataclass(frozen=True)
 class BatchRead:
@@ -56,6 +60,8 @@ class BatchRead:
     places: Places = field(default_factory=Places)  # named levels, locations
     transfers: dict[str, Transfer] | None = None  # the transfers its steps name
     waiting: dict[str, list[Waiting]] | None = None  # lines waiting for units (backorders)
+    # flag -> what its return gives back (StockStore.returning), read with the levels
+    gives_back: dict[str, GivesBack] = field(default_factory=dict)
 
 
 class StockStore:
@@ -113,41 +119,39 @@ class StockStore:
         return str(found.outcome) if found else None
 
     def read_batch(
-        self, goods_ids: list[str], flags: list[str], transfers: list[str] | None = None
+        self,
+        goods_ids: list[str],
+        flags: list[str],
+        transfers: list[str] | None = None,
+        returning: list[str] | None = None,
     ) -> BatchRead:
         """One read-only transaction: the levels of these goods ids (in total and at their
-        named locations), the locations, which of these flags are decided, and these
-        transfers. Apart from the write, so a holder paused between the two holds no database
-        lock while it is stopped."""
+        named locations), the locations, which of these flags are decided, these transfers,
+        and what these flags' returns give back (`returning`: flags that backordered, whose
+        lines go on being handed units until their return's hold). Apart from the write, so a
+        holder paused between the two holds no database lock while it is stopped.
+
+        The stock rows come first: each later statement may see a commit the first did not
+        (READ COMMITTED), but every such commit moved a row's fence or ledger seq, which the
+        hold's compare-and-set then finds changed, and the hold reads again."""
         with transaction(self.engine, DB, read_only=True) as conn:
             rows, places = read_levels(conn, goods_ids)
             waiting = read_waiting(conn, [g for g, row in rows.items() if row.owed])
             found = list(conn.execute(READ_DECIDED, {"flags": flags}))
             moving = read_transfers(conn, transfers or [])
+            gives = {flag: _gives_back(conn, flag) for flag in returning or []}
         decided = {r.flag: str(r.outcome) for r in found}
         held = frozenset(r.flag for r in found if r.held)
-        return BatchRead(rows, decided, held, places, moving, waiting)
+        return BatchRead(rows, decided, held, places, moving, waiting, gives)
 
     def returning(self, flag: str) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
         """What a return of a deducted flag gives back: its units per goods id (its flows, and
         what its backordered lines got since; a line still waiting is named with what it has),
         where each came from, by location, and whether it has backordered lines (then what
-        they were handed may grow until the return's hold: decide.py reads it again there)."""
+        they were handed may grow until the return's hold: the hold reads it again, in its
+        own read, `read_batch`'s `returning`)."""
         with transaction(self.engine, DB, read_only=True) as conn:
-            flows = list(conn.execute(READ_FLOWS, {"flag": flag}))
-            parts = allocations(conn, flag)
-            lines, fills = flag_backorders(conn, flag)
-        units = {row.goods_id: int(row.num) for row in flows}
-        for goods_id, num in units.items():
-            parts.setdefault(goods_id, {DEFAULT: num})
-        for line in lines:
-            units.setdefault(line.goods_id, 0)
-        for fill in fills:
-            units[fill.goods_id] = units.get(fill.goods_id, 0) + int(fill.num)
-            came = parts.setdefault(fill.goods_id, {})
-            for loc, num in parts_of(fill.location):
-                came[loc] = came.get(loc, 0) + num
-        return units, parts, bool(lines)
+            return _gives_back(conn, flag)
 
     def backorders(self, flag: str) -> list[dict[str, Any]]:
         """A flag's backordered lines: each goods id's units owed when it started waiting,
@@ -207,3 +211,21 @@ class StockStore:
         """A goods id brought into being (a `set`): known from now on."""
         with self._known_guard:
             self._known.add(goods_id)
+
+
+def _gives_back(conn: Connection, flag: str) -> GivesBack:
+    """A flag's return, read on `conn` (StockStore.returning)."""
+    flows = list(conn.execute(READ_FLOWS, {"flag": flag}))
+    parts = allocations(conn, flag)
+    lines, fills = flag_backorders(conn, flag)
+    units = {row.goods_id: int(row.num) for row in flows}
+    for goods_id, num in units.items():
+        parts.setdefault(goods_id, {DEFAULT: num})
+    for line in lines:
+        units.setdefault(line.goods_id, 0)
+    for fill in fills:
+        units[fill.goods_id] = units.get(fill.goods_id, 0) + int(fill.num)
+        came = parts.setdefault(fill.goods_id, {})
+        for loc, num in parts_of(fill.location):
+            came[loc] = came.get(loc, 0) + num
+    return units, parts, bool(lines)

@@ -9,6 +9,7 @@ from sqlalchemy.engine import Connection
 
 from shared.db import utcnow as now
 from stock_service.statements import (
+    GATE_FENCED,
     INSERT_ADJUSTMENTS,
     INSERT_DECISIONS,
     INSERT_FLOWS,
@@ -66,6 +67,18 @@ class StockWrite:
         }
         if self.conn.execute(WRITE_FENCED, params).rowcount == 1:
             return None
+        return self._fence_now(goods_id)
+
+    def pass_gate(self, goods_id: str, seen: tuple[int, int], token: int) -> int | None:
+        """The fenced gate of a row this hold read and leaves as it is: the same
+        compare-and-set as `set_level_fenced`, moving only the fence to `token`. None when
+        passed; else the fence the row has now."""
+        params = {"g": goods_id, "seen": seen[0], "seen_seq": seen[1], "token": token}
+        if self.conn.execute(GATE_FENCED, params).rowcount == 1:
+            return None
+        return self._fence_now(goods_id)
+
+    def _fence_now(self, goods_id: str) -> int | None:
         current = self.conn.execute(READ_FENCE, {"g": goods_id}).scalar_one_or_none()
         return int(current) if current is not None else None
 
