@@ -24,6 +24,7 @@ from flask import Flask, Request, request
 from werkzeug.exceptions import BadRequest, UnsupportedMediaType
 
 JSON = "application/json"
+TOO_DEEP = "request body is nested too deeply to be read as JSON"
 
 
 def refusal(sent: str) -> str:
@@ -35,13 +36,19 @@ class JsonRequest(Request):
     """A body is read as JSON only when its Content-Type says application/json (with any
     parameters, such as charset); anything else is a 415 whose error says what to send. A
     body that claims to be JSON and is not gets a 400 that says so, not werkzeug's generic
-    sentence."""
+    sentence; so does one nested deeper than the parser recurses (a few kilobytes of `[`
+    under MAX_BODY_BYTES: the parser's RecursionError was a 500)."""
 
     def get_json(self, force: bool = False, silent: bool = False, cache: bool = True) -> Any:
         # `force` is apiflask's, and is overruled on purpose: see the module's docstring.
         if self.mimetype != JSON:
             raise UnsupportedMediaType(refusal(self.headers.get("Content-Type", "")))
-        return super().get_json(force=force, silent=silent, cache=cache)
+        try:
+            return super().get_json(force=force, silent=silent, cache=cache)
+        except RecursionError:
+            if silent:
+                return None
+            raise BadRequest(TOO_DEEP) from None
 
     def on_json_loading_failed(self, e: ValueError | None) -> Any:
         if not self.get_data(cache=True):
