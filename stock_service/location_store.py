@@ -212,3 +212,21 @@ def write_moves(
     if legs:
         conn.execute(INSERT_LEGS, [{**leg, "created_at": stamp} for leg in legs])
     return True
+
+
+# The goods ids that owe units and have some at a location: what its activation may hand to
+# their waiting lines (the lines are served under each goods id's lock, in its hold).
+OWING_AT = (
+    select(stock.c.goods_id)
+    .join(stock_location, stock_location.c.goods_id == stock.c.goods_id)
+    .where(
+        stock_location.c.location_id == bindparam("loc"),
+        stock_location.c.num > 0,
+        stock.c.owed > 0,
+    )
+    .order_by(stock.c.goods_id)
+)
+
+
+def owing_at(conn: Connection, location_id: str) -> list[str]:
+    return [r.goods_id for r in conn.execute(OWING_AT, {"loc": location_id})]

@@ -37,6 +37,19 @@ def known_location(location_id: str) -> None:
         raise ApiError(404, f"unknown location: {location_id}", locations=[location_id])
 
 
+def serve_waiting_lines(d: StockDeps, location_id: str) -> None:
+    """Units at a location that was inactive were out of reach of the lines waiting for them:
+    each goods id owing units with some there is served in a hold of its own, by an
+    adjustment of 0 units at the location (a ledger line of reason `correction`, referenced
+    `activated <location>`), whose plan hands what is on hand to the waiting lines in its
+    commit, as a restock's does."""
+    for goods_id in d.deduction.store.owing_at(location_id):
+        reference = f"activated {location_id}"
+        d.deduction.adjust(
+            Adjustment(goods_id, "correction", delta=0, reference=reference, location=location_id)
+        )
+
+
 def location_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
     bp = APIBlueprint("locations", __name__, tag="Locations")
 
@@ -57,8 +70,14 @@ def location_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
     )
     def put_location(locationId: str, path_data: Any, json_data: Any) -> tuple[Response, int]:
         """Admin: a location stock is kept in, its priority in the allocation (lower first)
-        and whether it may be allocated from."""
-        new = deps().locations.put(locationId, json_data.priority, json_data.active)
+        and whether it may be allocated from. Active, the units it holds of goods ids that
+        owe units go to their waiting lines, oldest first, before the answer (a 503 when a
+        lock or the database was not had: the PUT is idempotent, and sent again it serves
+        what is left)."""
+        d = deps()
+        new = d.locations.put(locationId, json_data.priority, json_data.active)
+        if json_data.active:
+            serve_waiting_lines(d, locationId)
         body = {"locationId": locationId, "priority": json_data.priority}
         return jsonify({**body, "active": json_data.active}), 201 if new else 200
 

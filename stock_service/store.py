@@ -28,6 +28,7 @@ from stock_service.location_store import (
     UNHOLD_NAMED,
     Places,
     allocations,
+    owing_at,
     read_levels,
     read_transfers,
 )
@@ -167,6 +168,11 @@ class StockStore:
         """Where each goods id of a deducted flag came from (missing: the default location)."""
         with transaction(self.engine, DB, read_only=True) as conn:
             return allocations(conn, flag)
+
+    def owing_at(self, location_id: str) -> list[str]:
+        """The goods ids that owe units and have some at this location."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            return owing_at(conn, location_id)
 
     # --- writes ----------------------------------------------------------------------------
 
