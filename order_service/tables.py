@@ -11,9 +11,9 @@ from sqlalchemy import (
     MetaData,
     String,
     Table,
-    Text,
 )
 
+from shared.columns import HASH, IDEMPOTENCY_KEY, IDENTIFIER, NEW_ID, Exact, joined_text
 from shared.db import Timestamp
 
 metadata = MetaData()
@@ -21,14 +21,14 @@ metadata = MetaData()
 orders = Table(
     "orders",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("user_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("user_id", Exact(IDENTIFIER), nullable=False),
     # PENDING, CONFIRMED, FAILED, AWAITING_PAYMENT (a hold), BACKORDERED, CANCELLING, CANCELLED
     Column("status", String(16), nullable=False),
     Column("reason", String(200), nullable=True),  # why FAILED, or why still PENDING
     # Unique: a repeat of a key finds the first order instead of inserting a second one.
-    Column("idempotency_key", String(128), nullable=True, unique=True),
-    Column("request_hash", String(64), nullable=True),
+    Column("idempotency_key", Exact(IDEMPOTENCY_KEY), nullable=True, unique=True),
+    Column("request_hash", Exact(HASH), nullable=True),
     Column("created_at", Timestamp, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
     # A hold (genOrder's payWithinSeconds): its seconds to pay in, and, once its deduction is
@@ -49,9 +49,9 @@ orders = Table(
 order_details = Table(
     "order_details",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("order_id", String(32), ForeignKey("orders.id"), nullable=False, index=True),
-    Column("goods_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("order_id", Exact(NEW_ID), ForeignKey("orders.id"), nullable=False, index=True),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("goods_num", Integer, nullable=False),
     # Set only on a line refused for lack of stock: what the stock service had, and the seed
     # version of that level. The checker tells a lost sale from a refusal that was right then.
@@ -59,7 +59,7 @@ order_details = Table(
     Column("seed_version", Integer, nullable=True),
     # The location the line names (taken from there or not at all); null: wherever the stock
     # service allocates it.
-    Column("location", String(64), nullable=True),
+    Column("location", Exact(IDENTIFIER), nullable=True),
     # The units filled, recorded when an order that asked for a fill or a location is
     # confirmed (a backorder: those taken on hand when BACKORDERED, with what was handed to it
     # as the reconciler last saw it, its lines whole once CONFIRMED); null for the others
@@ -72,9 +72,9 @@ order_details = Table(
 order_allocation = Table(
     "order_allocation",
     metadata,
-    Column("order_id", String(32), ForeignKey("orders.id"), primary_key=True),
-    Column("goods_id", String(64), primary_key=True),
-    Column("location_id", String(64), primary_key=True),
+    Column("order_id", Exact(NEW_ID), ForeignKey("orders.id"), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("location_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", Integer, nullable=False),
 )
 
@@ -96,7 +96,7 @@ reconciler_fence = Table(
 hold_release = Table(
     "hold_release",
     metadata,
-    Column("order_id", String(32), primary_key=True),
+    Column("order_id", Exact(NEW_ID), primary_key=True),
     Column("created_at", Timestamp, nullable=False),
     Index("ix_hold_release_created", "created_at"),
 )
@@ -110,8 +110,8 @@ hold_release = Table(
 reservations = Table(
     "reservations",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("user_id", String(64), nullable=True),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("user_id", Exact(IDENTIFIER), nullable=True),
     Column("state", String(16), nullable=False),
     Column("reason", String(200), nullable=True),
     Column("ttl_seconds", Integer, nullable=False),
@@ -120,11 +120,11 @@ reservations = Table(
     Column("expires_at", Timestamp, nullable=True),  # set when held: then + ttl_seconds
     Column("returned_at", Timestamp, nullable=True),
     # The stock service's `allocations` of its deduction, as JSON text (where each unit is).
-    Column("allocations", Text, nullable=True),
+    Column("allocations", joined_text(), nullable=True),
     # POST /reservations' Idempotency-Key (unique: of two racing posts one row gets through)
     # and the fingerprint of the request that made it (a repeat with another body: 422).
-    Column("idempotency_key", String(128), nullable=True),
-    Column("request_hash", String(64), nullable=True),
+    Column("idempotency_key", Exact(IDEMPOTENCY_KEY), nullable=True),
+    Column("request_hash", Exact(HASH), nullable=True),
     # The reconciler pages through the pending and owed ones by age, the held by expiry.
     Index("ix_reservations_state_updated", "state", "updated_at"),
     Index("ux_reservations_idempotency_key", "idempotency_key", unique=True),
@@ -134,8 +134,8 @@ reservations = Table(
 reservation_lines = Table(
     "reservation_lines",
     metadata,
-    Column("reservation_id", String(32), ForeignKey("reservations.id"), primary_key=True),
-    Column("goods_id", String(64), primary_key=True),
+    Column("reservation_id", Exact(NEW_ID), ForeignKey("reservations.id"), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", Integer, nullable=False),
-    Column("location", String(64), nullable=True),  # the line's named location, if any
+    Column("location", Exact(IDENTIFIER), nullable=True),  # the line's named location, if any
 )

@@ -21,6 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from shared.columns import IDENTIFIER, NEW_ID, REFERENCE, Exact, joined_text
 from shared.db import Timestamp
 
 # An id numbered by the database, in commit order per goods id (SQLite's rowid must be INTEGER).
@@ -31,7 +32,7 @@ metadata = MetaData()
 stock = Table(
     "stock",
     metadata,
-    Column("goods_id", String(64), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", BigInteger, nullable=False),
     # The level set by the last PUT /stock and a counter of those sets: the checker compares
     # seeded_num - num with the flows recorded under the same seed_version.
@@ -56,9 +57,9 @@ stock = Table(
 stock_flow = Table(
     "stock_flow",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("flag", String(64), nullable=False),
-    Column("goods_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), nullable=False),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("num", Integer, nullable=False),
     Column("seed_version", Integer, nullable=False),
     Column("fence", BigInteger, nullable=True),
@@ -86,7 +87,7 @@ stock_flow = Table(
 flag_decision = Table(
     "flag_decision",
     metadata,
-    Column("flag", String(64), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), primary_key=True),
     Column("outcome", String(16), nullable=False),
     Column("reason", String(200), nullable=True),  # why voided or refused
     Column("created_at", Timestamp, nullable=False),
@@ -101,9 +102,9 @@ flag_decision = Table(
 stock_return = Table(
     "stock_return",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("flag", String(64), nullable=False),
-    Column("goods_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), nullable=False),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("num", Integer, nullable=False),
     Column("seed_version", Integer, nullable=False),
     Column("fence", BigInteger, nullable=True),
@@ -121,17 +122,17 @@ stock_return = Table(
 stock_adjustment = Table(
     "stock_adjustment",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("goods_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("seq", BigInteger, nullable=False),
     Column("delta", BigInteger, nullable=False),
     Column("level_after", BigInteger, nullable=False),
     Column("reason", String(16), nullable=False),  # restock, damaged, correction, count, set
-    Column("reference", String(200), nullable=True),  # the caller's document: a delivery note
+    Column("reference", Exact(REFERENCE), nullable=True),  # the caller's document: a delivery note
     Column("expected", BigInteger, nullable=True),
     Column("fence", BigInteger, nullable=True),
     Column("created_at", Timestamp, nullable=False),
-    Column("location", String(64), nullable=True),  # where; none: the default location
+    Column("location", Exact(IDENTIFIER), nullable=True),  # where; none: the default location
     UniqueConstraint("goods_id", "seq", name="uq_stock_adjustment_goods_seq"),
 )
 
@@ -144,17 +145,17 @@ stock_outbox = Table(
     "stock_outbox",
     metadata,
     Column("id", Serial, primary_key=True, autoincrement=True),
-    Column("goods_id", String(64), nullable=False),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("seq", BigInteger, nullable=False),  # the ledger entry it tells of
     Column("kind", String(16), nullable=False),  # deducted, returned, adjusted, low_stock ...
     Column("delta", BigInteger, nullable=False),
     Column("level", BigInteger, nullable=False),  # the level after the entry
-    Column("flag", String(64), nullable=True),
+    Column("flag", Exact(IDENTIFIER), nullable=True),
     Column("reason", String(200), nullable=True),
     Column("created_at", Timestamp, nullable=False),
     Column("sent_at", Timestamp, nullable=True),
     # Where the entry moved units: a location, or a split line's parts ("north:3,south:2").
-    Column("location", String(200), nullable=True),
+    Column("location", joined_text(), nullable=True),
     Index("ix_stock_outbox_unsent", "sent_at", "id"),
 )
 
@@ -164,7 +165,7 @@ stock_outbox = Table(
 location = Table(
     "location",
     metadata,
-    Column("location_id", String(64), primary_key=True),
+    Column("location_id", Exact(IDENTIFIER), primary_key=True),
     Column("priority", Integer, nullable=False),  # lower first; ties by location id
     Column("active", Boolean, nullable=False),
     Column("updated_at", Timestamp, nullable=False),
@@ -177,8 +178,8 @@ location = Table(
 stock_location = Table(
     "stock_location",
     metadata,
-    Column("goods_id", String(64), primary_key=True),
-    Column("location_id", String(64), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("location_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", BigInteger, nullable=False),
     Column("held", BigInteger, nullable=False, server_default="0"),
 )
@@ -189,9 +190,9 @@ stock_location = Table(
 stock_allocation = Table(
     "stock_allocation",
     metadata,
-    Column("flag", String(64), primary_key=True),
-    Column("goods_id", String(64), primary_key=True),
-    Column("location_id", String(64), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("location_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", BigInteger, nullable=False),
 )
 
@@ -201,11 +202,11 @@ stock_allocation = Table(
 stock_transfer = Table(
     "stock_transfer",
     metadata,
-    Column("transfer_id", String(64), primary_key=True),
-    Column("reference", String(200), nullable=False, unique=True),
-    Column("goods_id", String(64), nullable=False),
-    Column("from_location", String(64), nullable=False),
-    Column("to_location", String(64), nullable=False),
+    Column("transfer_id", Exact(IDENTIFIER), primary_key=True),
+    Column("reference", Exact(REFERENCE), nullable=False, unique=True),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
+    Column("from_location", Exact(IDENTIFIER), nullable=False),
+    Column("to_location", Exact(IDENTIFIER), nullable=False),
     Column("units", BigInteger, nullable=False),
     Column("state", String(16), nullable=False),  # in_transit, received, cancelled
     Column("created_at", Timestamp, nullable=False),
@@ -217,10 +218,10 @@ stock_transfer = Table(
 stock_transfer_leg = Table(
     "stock_transfer_leg",
     metadata,
-    Column("transfer_id", String(64), primary_key=True),
+    Column("transfer_id", Exact(IDENTIFIER), primary_key=True),
     Column("leg", String(8), primary_key=True),  # out, in
-    Column("goods_id", String(64), nullable=False),
-    Column("location_id", String(64), nullable=False),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
+    Column("location_id", Exact(IDENTIFIER), nullable=False),
     Column("delta", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),
     Column("level_after", BigInteger, nullable=False),
@@ -235,8 +236,8 @@ stock_transfer_leg = Table(
 backorder = Table(
     "backorder",
     metadata,
-    Column("flag", String(64), primary_key=True),
-    Column("goods_id", String(64), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
     Column("position", BigInteger, nullable=False),  # its ledger entry's seq
     Column("level_after", BigInteger, nullable=False),
     Column("wanted", BigInteger, nullable=False),  # the units owed when it started waiting
@@ -256,13 +257,13 @@ backorder = Table(
 backorder_fill = Table(
     "backorder_fill",
     metadata,
-    Column("id", String(32), primary_key=True),
-    Column("flag", String(64), nullable=False),
-    Column("goods_id", String(64), nullable=False),
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("flag", Exact(IDENTIFIER), nullable=False),
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
     Column("num", BigInteger, nullable=False),
     Column("seq", BigInteger, nullable=False),
     Column("level_after", BigInteger, nullable=False),
-    Column("location", String(200), nullable=False),
+    Column("location", joined_text(), nullable=False),
     Column("fence", BigInteger, nullable=True),
     Column("created_at", Timestamp, nullable=False),
     UniqueConstraint("goods_id", "seq", name="uq_backorder_fill_goods_seq"),
