@@ -49,6 +49,17 @@ BACKORDER_VARIANTS: tuple[Variant, ...] = (
         True,
         "a cancel gives back what its line had when it read before the lock, not again under it",
     ),
+    # The code before every hold met the gate: a hold whose plan writes no ledger line (a
+    # cancel whose line gives back nothing, a refusal) met no fence, so a stale holder's
+    # give-up committed after a newer holder handed that line units (units lost, owed below
+    # zero).
+    _variant(
+        "GATE_ONLY_CHANGED_LEVELS",
+        ("GATE_ONLY_CHANGED_LEVELS",),
+        True,
+        "only a hold whose plan moves a level meets the fence; a give-up of nothing or a "
+        "refusal commits unfenced",
+    ),
     _variant(
         "BACKORDERS_NO_FENCE",
         ("NO_FENCE",),

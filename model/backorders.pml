@@ -23,16 +23,26 @@
      what it was filled comes back, to the oldest line waiting first, in the same commit;
    - one lock whose token grows; up to PAUSES holders (1; 2 with -DPAUSES=2) are paused past
      their session between their read and their commit and lose the lock unaware; another takes
-     it with a newer token. Every write is the code's compare-and-set on the goods row
-     (StockWrite.set_level_fenced): only if its fence and ledger seq are still the ones read and
-     the fence is not above the token (a newer holder wrote: refused; an older one since the
-     read: read again and decide again). The lines are written in that commit.
+     it with a newer token. Every hold's commit passes the code's gate, the compare-and-set on
+     the goods row (decide.py's gate, StockWrite.set_level_fenced): only if its fence and ledger
+     seq are still the ones read and the fence is not above the token (a newer holder wrote:
+     refused; an older one since the read: read again and decide again), whatever its plan
+     writes: a plan with a ledger line (a deduction taken or backordered, a restock, a cancel
+     that gives units back) writes the level and moves the seq; one without (a refusal, a
+     decision row alone; a cancel whose line gives back nothing, its line given up alone) moves
+     the fence to its token and leaves the level and the seq as they are.
+   - the commit writes what the code writes (backorder_store.write_backorders): a new line or
+     decision as planned; a line read waiting handed units, `filled + n` (filled when all) and
+     a line read waiting given up, its state alone (it keeps what it was handed), each a
+     compare-and-set on the line still waiting (moved since: the commit rolls back, the hold
+     reads again); the row's units owed moved by what the plan moved them (MOVE_OWED).
    Checked at every commit: on hand never below zero; the units owed never above the limit;
    nothing made or lost (units in = on hand + the units filled of the lines not cancelled); two
-   waiting lines never share a place; and FAIRNESS: no line gets units, in whole or in part
-   (a buyer's units taken from on hand count as its line's), while a line of an earlier place
-   waits (any waiting line can take an arriving unit). At the end: the same, and no unit on hand
-   while a line waits.
+   waiting lines never share a place; the row's units owed never below zero, and what the lines
+   owe (the commits' moves add up); and FAIRNESS: no line gets units, in whole or in part (a
+   buyer's units taken from on hand count as its line's), while a line of an earlier place
+   waits (any waiting line can take an arriving unit). At the end: the same, and no unit on
+   hand while a line waits.
 
    The reservations world (-DRESERVATIONS), order_service/reservation_store.py: a reservation is
    a row of the order database whose id is its stock flag, deducted (held) when it was made:
@@ -74,6 +84,10 @@
      -DCANCEL_READ_BEFORE_HOLD  the cancel gives back what B had when it read before the lock:
                            a unit handed to B between that read and the hold stays with the
                            cancelled B (units lost)
+     -DGATE_ONLY_CHANGED_LEVELS  only a plan with a ledger line meets the fence (the code
+                           before): a cancel whose line gives back nothing, paused past its
+                           session, gives the line up after a newer holder handed it units (units
+                           lost, the row's units owed below zero); a refusal commits unfenced too
      -DNO_FENCE            the backorders' commits last-writer-wins on their read: a holder paused
                            past its session writes over another (two lines at one place, units
                            made or lost, or the cap passed)
@@ -88,9 +102,12 @@
    Probes, not guards (tests/unit/test_model_backorders.py), each reached in the intact model:
    -DWITNESS_PARTIAL (a line filled in part by a restock), -DWITNESS_QUEUE (a restock meeting
    two waiting lines serves the older), -DWITNESS_CANCEL_FILLS (a cancelled line's units fill a
-   waiting line in the cancel's commit); reservations: -DWITNESS_STALE (a return paused past its
-   session refused by the fence after another gave the units back), -DWITNESS_LATE_CONSUME (a
-   genOrder that read it held refused past its time, still held: the expiry's to end),
+   waiting line in the cancel's commit), -DWITNESS_STALE_GIVE_UP (a cancel whose line gives back
+   nothing, paused past its session, refused by the fence), -DWITNESS_STALE_REFUSAL (a refusal
+   paused past its session refused by the fence); reservations: -DWITNESS_STALE (a return
+   paused past its session refused by the fence after another gave the units back),
+   -DWITNESS_LATE_CONSUME (a genOrder that read it held refused past its time, still held: the
+   expiry's to end),
    -DWITNESS_OWN_KEY (the genOrder's retry, racing it, finds it consumed by its own key).
 
    Left out (said once): a second goods id, named locations and transfers received
@@ -155,6 +172,19 @@ inline wrote_row() {
     seq = seen_seq + 1
 }
 
+/* A hold whose plan writes no ledger line (a refusal; a cancel whose line gives back nothing)
+   passes the same gate: the compare-and-set on the row's fence and seq as read, which moves the
+   fence to its token and leaves the level and the seq as they are (decide.py's gate, for every
+   goods id the hold read). GATE_ONLY_CHANGED_LEVELS, the code before: such a hold meets no
+   fence and leaves the row untouched. */
+inline gated_row() {
+#if !defined(NO_FENCE) && !defined(GATE_ONLY_CHANGED_LEVELS)
+    fence = tok
+#else
+    skip
+#endif
+}
+
 inline take_lock(me) {
     holder == 0 -> holder = me; tokens++; tok = tokens
 }
@@ -178,6 +208,8 @@ inline release(me) {
 
 /* the stock database: on hand (the row's level) and the lines */
 short on_hand = 0;
+short owed = 0;                      /* the row's units owed, moved by each commit by what its
+                                        plan moved them (backorder_store's MOVE_OWED) */
 mtype st[NB];                        /* NONE (not decided yet), BACKORDERED (waiting),
                                         CONFIRMED (filled), REFUSED, CANCELLED */
 byte fill[NB];                       /* units given to the line (on hand, then arrivals) */
@@ -190,6 +222,11 @@ byte units_in = 0;                   /* the restocks' units, as their ledger row
 #define WAITS(o) (st[o] == BACKORDERED)
 #define ANY_WAITS (WAITS(0) || WAITS(1) || WAITS(2))
 #define SHARE(a, b) (WAITS(a) && WAITS(b) && place[a] == place[b])
+/* a line the holder read waiting and its plan moves, no longer waiting: the line's own
+   compare-and-set (FILL_LINE, GIVE_UP: `state = 'waiting'`) matches nothing, the commit rolls
+   back and the hold reads again */
+#define MOVED_LINE(i) ((touched & waited & (1 << i)) && st[i] != BACKORDERED)
+#define A_LINE_MOVED (MOVED_LINE(0) || MOVED_LINE(1) || MOVED_LINE(2))
 /* on the holder's decision (its read, less and plus what it decided) */
 #define P_OWES(o) (p_st[o] == BACKORDERED -> WANT(o) - p_fill[o] : 0)
 #define P_OWED (P_OWES(0) + P_OWES(1) + P_OWES(2))
@@ -219,7 +256,7 @@ inline show_lines() {
           printf(", %c waits %d/%d (place %d)", 'A' + i, fill[i], WANT(i), place[i])
        :: st[i] == CONFIRMED -> printf(", %c filled %d/%d (place %d)", 'A' + i, fill[i], WANT(i), place[i])
        :: st[i] == REFUSED -> printf(", %c refused", 'A' + i)
-       :: st[i] == CANCELLED -> printf(", %c cancelled", 'A' + i)
+       :: st[i] == CANCELLED -> printf(", %c cancelled (handed %d)", 'A' + i, fill[i])
        :: else -> skip
        fi;
        i++
@@ -239,7 +276,13 @@ inline balanced() {
     assert(fill[0] <= WANT(0) && fill[1] <= WANT(1) && fill[2] <= WANT(2));
     two_lines_one_place = (SHARE(0, 1) || SHARE(0, 2) || SHARE(1, 2));
     assert(!two_lines_one_place);
-    over_the_limit = 0; made_or_lost = 0; two_lines_one_place = 0
+    /* the row's units owed, as the commits moved them: never below zero, and the lines' */
+    owed_below_zero = (owed < 0);
+    assert(!owed_below_zero);
+    owed_not_the_lines = (owed != OWED);
+    assert(!owed_not_the_lines);
+    over_the_limit = 0; made_or_lost = 0; two_lines_one_place = 0;
+    owed_below_zero = 0; owed_not_the_lines = 0
 }
 
 /* Fairness, on the commit just made: no line given units (got) while a line of an earlier
@@ -264,10 +307,14 @@ inline fair() {
 
 /* The read under the lock: on hand, the lines, the row's fence and seq. */
 inline read_row() {
-    p_on = on_hand; seen = fence; seen_seq = seq; touched = 0;
+    p_on = on_hand; seen = fence; seen_seq = seq; seen_owed = owed; touched = 0; waited = 0;
+    lined = 0; answer = NONE;
     i = 0;
     do
-    :: i < NB -> p_st[i] = st[i]; p_fill[i] = fill[i]; p_place[i] = place[i]; got[i] = 0; i++
+    :: i < NB ->
+       p_st[i] = st[i]; p_fill[i] = fill[i]; p_place[i] = place[i]; got[i] = 0;
+       if :: st[i] == BACKORDERED -> waited = waited | (1 << i) :: else -> skip fi;
+       i++
     :: else -> break
     od;
     i = 0
@@ -342,9 +389,10 @@ inline decide(me) {
           printf(" decides: %d more owed over the %d owed is beyond the limit %d, refused",
                  left, P_OWED, LIMIT);
           p_st[o] = REFUSED;
-          /* nothing handed over: no row to write */
-          if :: got[0] + got[1] + got[2] == 0 -> answer = REFUSED :: else -> skip fi
+          /* nothing handed over: no ledger line, its refusal (a decision row) alone */
+          if :: got[0] + got[1] + got[2] == 0 -> answer = REFUSED :: else -> lined = 1 fi
        :: else ->
+          lined = 1;                  /* a line taken, or backordered: a ledger line each */
           p_on = p_on - give; p_fill[o] = give; got[o] = got[o] + give;
           p_place[o] = seen_seq + 1;
           if :: left > 0 -> p_st[o] = BACKORDERED :: else -> p_st[o] = CONFIRMED fi;
@@ -355,7 +403,7 @@ inline decide(me) {
        left = 0; give = 0;
        show_got()
     :: me == RESTOCK1 || me == RESTOCK1 + 1 ->
-       left = 1; arrive();
+       left = 1; lined = 1; arrive();
        printf(" decides: 1 unit arrives"); show_got()
     :: me == CANCEL ->
        /* B's units back (what it was filled; all of them, confirmed): it gives up its place,
@@ -365,7 +413,10 @@ inline decide(me) {
 #else
        left = p_fill[1];              /* read again under the lock */
 #endif
-       p_fill[1] = 0; p_st[1] = CANCELLED; touched = touched | 2;
+       /* the line keeps what it was handed (filled), its units back by the return's line */
+       p_st[1] = CANCELLED; touched = touched | 2;
+       /* units back: a ledger line (returned); none: the line given up alone, no ledger line */
+       lined = (left > 0);
        printf(" decides: B (place %d) is cancelled and gives back %d", p_place[1], left);
        arrive();
        show_got()
@@ -374,12 +425,14 @@ inline decide(me) {
 
 /* One client: its lock hold, its read and decision, maybe a pause, its fenced commit. */
 proctype client(byte me) {
-    byte tok, seen, seen_seq, touched, i, j, o, left, give, early;
-    short p_on;
+    byte tok, seen, seen_seq, touched, waited, i, j, o, left, give, early;
+    short p_on, seen_owed;
     mtype p_st[NB];
     byte p_fill[NB], p_place[NB], got[NB];
     mtype out = NONE, answer = NONE;
+    bool lined;                      /* the plan writes a ledger line (a level, the seq) */
     bool over_the_limit, made_or_lost, two_lines_one_place, later_filled_first;
+    bool owed_below_zero, owed_not_the_lines;
     /* the cancel, once B is backordered or confirmed, reads what B has before the lock */
     if
     :: me == CANCEL ->
@@ -402,28 +455,66 @@ end_wait:
     :: holder == me && losses < PAUSES -> pause(me)
     :: atomic {
            out == NONE ->
-           /* a refusal, or a cancel with no place to give up, writes no row */
-           if :: answer != NONE -> out = answer :: else -> fenced(me) fi;
+           /* every hold meets the fence, whatever its plan writes (decide.py's gate);
+              GATE_ONLY_CHANGED_LEVELS, the code before: only a plan with a ledger line */
+#ifdef GATE_ONLY_CHANGED_LEVELS
+           if :: lined -> fenced(me) :: else -> skip fi;
+#else
+           fenced(me);
+#endif
+#ifdef WITNESS_STALE_GIVE_UP
+           /* not a guard: a probe that a cancel whose line gives back nothing, paused past its
+              session, is refused by the fence once a newer holder wrote, intact */
+           assert(!(me == CANCEL && !lined && out == LOCK_LOST));
+#endif
+#ifdef WITNESS_STALE_REFUSAL
+           /* not a guard: a probe that a refusal, paused past its session, is refused by the
+              fence once a newer holder wrote, intact */
+           assert(!(answer == REFUSED && out == LOCK_LOST));
+#endif
+           /* the lines' own compare-and-sets, in the commit: a line read waiting, moved since */
+           if
+           :: out == NONE && A_LINE_MOVED ->
+              out = AGAIN;
+              step(me); printf(": a line it read waiting has moved, the commit rolls back\n")
+           :: else -> skip
+           fi;
            if
            :: out == AGAIN -> out = NONE; read_row(); decide(me)
            :: out == NONE ->
-              /* on hand, the lines decided, and the restock's ledger row: one commit */
-              on_hand = p_on;
+              /* one commit, as the code writes it: the level and the seq of a plan with a
+                 ledger line (a refusal, a give-up of nothing: neither), the lines, the units
+                 owed moved by what the plan moved them, and the restock's ledger row */
+              if :: lined -> on_hand = p_on :: else -> skip fi;
               i = 0;
               do
               :: i < NB ->
                  if
-                 :: touched & (1 << i) -> st[i] = p_st[i]; fill[i] = p_fill[i]; place[i] = p_place[i]
-                 :: else -> skip
+                 :: !(touched & (1 << i)) -> skip
+                 :: (touched & waited & (1 << i)) && p_st[i] == CANCELLED ->
+                    st[i] = CANCELLED         /* GIVE_UP: the state; filled left as it is */
+                 :: (touched & waited & (1 << i)) && p_st[i] != CANCELLED ->
+                    fill[i] = fill[i] + got[i];   /* FILL_LINE: filled + n, filled if all */
+                    if :: fill[i] >= WANT(i) -> st[i] = CONFIRMED :: else -> skip fi
+                 :: (touched & (1 << i)) && !(waited & (1 << i)) ->
+                    /* a new line or decision; a filled line's flag returned (cancelled) */
+                    st[i] = p_st[i]; fill[i] = p_fill[i]; place[i] = p_place[i]
                  fi;
                  i++
               :: else -> break
               od;
               i = 0;
+              owed = owed + P_OWED - seen_owed;
               if :: me == RESTOCK1 || me == RESTOCK1 + 1 -> units_in++ :: else -> skip fi;
-              wrote_row();
-              out = DONE;
-              step(me); printf(" commits with token %d: on hand %d, %d owed", tok, on_hand, OWED);
+              if :: lined -> wrote_row() :: else -> gated_row() fi;
+              if
+              :: answer == REFUSED -> out = REFUSED;
+                 step(me); printf(" is refused: its decision committed with token %d, fence %d",
+                                  tok, fence)
+              :: else -> out = DONE;
+                 step(me); printf(" commits with token %d: on hand %d, %d owed (row: %d)", tok,
+                                  on_hand, OWED, owed)
+              fi;
               show_lines();
               balanced();
               fair();
@@ -444,17 +535,13 @@ end_wait:
                  line in the cancel's commit, intact */
               assert(!(me == CANCEL && (got[0] > 0 || got[2] > 0)));
 #endif
-           :: out == REFUSED ->
-              /* over the limit: the order refused, no row written */
-              st[o] = REFUSED;
-              step(me); printf(" is refused, nothing written");
-              show_lines()
            :: else -> step(me); printf(" is answered %e\n", out)
            fi;
            /* the hold ends with its commit or its answer: the lock released, in the same step */
            if
            :: out != NONE ->
-              release(me); tok = 0; seen = 0; seen_seq = 0; touched = 0; o = 0; p_on = 0; answer = NONE;
+              release(me); tok = 0; seen = 0; seen_seq = 0; touched = 0; o = 0; p_on = 0;
+              answer = NONE; waited = 0; seen_owed = 0; lined = 0;
               do
               :: i < NB -> p_st[i] = NONE; p_fill[i] = 0; p_place[i] = 0; got[i] = 0; i++
               :: else -> break
@@ -469,6 +556,7 @@ end_wait:
 init {
     byte i;
     bool over_the_limit, made_or_lost, two_lines_one_place, units_on_hand_while_a_line_waits;
+    bool owed_below_zero, owed_not_the_lines;
     atomic {
         run client(1); run client(2); run client(3);     /* the buyers */
         run client(RESTOCK1); run client(RESTOCK1 + 1);   /* the restocks */
@@ -477,7 +565,8 @@ init {
     };
     timeout ->
     atomic {
-        printf("STEP end: on hand %d, %d owed, %d units in", on_hand, OWED, units_in);
+        printf("STEP end: on hand %d, %d owed (row: %d), %d units in", on_hand, OWED, owed,
+               units_in);
         show_lines();
         balanced();
         units_on_hand_while_a_line_waits = (on_hand > 0 && ANY_WAITS);

@@ -3,10 +3,10 @@ on hand within a cap, filled oldest first by the units that arrive, and a reserv
 by its genOrder, its DELETE or its expiry, its units back once. Intact it has no violation, and
 each guard removed yields its counterexample: a later order filled first (newest first, or a
 newcomer taking a restocked unit), units left on hand while a line waits, a lost update, a
-hand-over kept by a cancelled line (the cancel's read before the lock), two
-ends of one reservation, units back twice (but NO_HANDOVER, which the fill in the arrival's
-commit covers: expected clean). Needs spin and gcc; missing, this fails (it does not skip).
-About 20 s of CPU."""
+hand-over kept by a cancelled line (the cancel's read before the lock, or a stale give-up of
+nothing that met no fence: GATE_ONLY_CHANGED_LEVELS), two ends of one reservation, units back
+twice (but NO_HANDOVER, which the fill in the arrival's commit covers: expected clean). Needs
+spin and gcc; missing, this fails (it does not skip). About 30 s of CPU."""
 
 from __future__ import annotations
 
@@ -124,6 +124,27 @@ def test_a_cancel_that_gives_back_what_it_read_before_the_lock_loses_a_hand_over
     assert "made_or_lost" in trace[-1]
 
 
+def test_a_stale_give_up_of_nothing_outside_the_gate_loses_a_newer_hand_over(
+    results: dict[str, Result],
+) -> None:
+    """The code before every hold met the gate: B waits; the cancel, under the lock, finds B
+    handed nothing, so its plan writes no ledger line, and it is paused past its session; a
+    restock with a newer token hands B a unit; the stale give-up then commits without meeting
+    the fence: B cancelled keeping the unit, none given back, the row's units owed below zero
+    (the defect two threads reproduced on the code)."""
+    trace = results["GATE_ONLY_CHANGED_LEVELS"].trace
+    decided, _ = step_index(trace, r"cancel of B decides: .*gives back 0")
+    paused, _ = step_index(trace, r"cancel of B is paused past its session")
+    handed, newer = step_index(trace, r"restock \d commits with token (\d+): .*B waits [1-9]")
+    stale, older = step_index(
+        trace, r"cancel of B commits with token (\d+): .*\(row: -\d\), .*B cancelled \(handed 1\)"
+    )
+    assert decided < paused < handed < stale
+    assert int(older.group(1)) < int(newer.group(1))
+    broken = " ".join(trace[stale + 1 :])
+    assert "made_or_lost" in broken and "owed_below_zero" in broken
+
+
 def test_an_unfenced_backorder_lands_on_a_read_from_before_another(
     results: dict[str, Result],
 ) -> None:
@@ -186,6 +207,8 @@ def test_a_return_served_whatever_the_flag_s_decision_gives_the_units_back_twice
         (("WITNESS_PARTIAL",), r"restock \d commits .*B waits 1/2"),
         (("WITNESS_QUEUE",), r"restock \d decides: 1 unit arrives, [ABC] gets 1"),
         (("WITNESS_CANCEL_FILLS",), r"cancel of B decides: .*gives back [12], [AC] gets 1"),
+        (("WITNESS_STALE_GIVE_UP",), r"cancel of B's write is refused by the fence"),
+        (("WITNESS_STALE_REFUSAL",), r"order [ABC]'s write is refused by the fence"),
         (("RESERVATIONS", "WITNESS_STALE"), r"write is refused by the fence"),
         (
             ("RESERVATIONS", "WITNESS_LATE_CONSUME"),
@@ -197,9 +220,10 @@ def test_a_return_served_whatever_the_flag_s_decision_gives_the_units_back_twice
 )
 def test_intact_the_stories_happen(macros: tuple[str, ...], story: str) -> None:
     """Each probe fails in the intact model, so "no violation" covers a line filled in parts, a
-    restock meeting two waiting lines, a cancel's units filling another line, a stale return
-    meeting the fence, a genOrder refused past its time and a retry finding its own order: not
-    a world where they never happen."""
+    restock meeting two waiting lines, a cancel's units filling another line, a stale give-up
+    of nothing and a stale refusal meeting the fence (the gate every hold passes), a stale
+    return meeting the fence, a genOrder refused past its time and a retry finding its own
+    order: not a world where they never happen."""
     witness = probe(*macros)
     assert witness.errors > 0, f"{macros[-1]}: unreachable"
     step_index(witness.trace, story)
