@@ -17,7 +17,11 @@ its lines (`backorders`: wanted, filled, state):
   the same compare-and-set, with the units each line has had so far (so GET /orders/{orderId}
   tells what it still owes); nothing handed: nothing written;
 - what does not add up to its lines: for a person to look at, never guessed; no answer: the
-  next pass asks again.
+  next pass asks again;
+- an order whose handling raises (its row locked by a paused process past
+  DB_LOCK_TIMEOUT_MS, a stock answer it cannot read): logged, counted and skipped, the pass
+  goes on to the orders behind it, and the next pass tries it again
+  (order_service/pass_items.py).
 
 **Bound**: an order whose last line is filled is CONFIRMED by the next pass, within
 RECONCILE_INTERVAL (30 s by default) and the pass's own time, while a reconciler leads and the
@@ -37,6 +41,7 @@ from order_service import transitions
 from order_service.backorders import Owing, settled
 from order_service.fill_store import Confirmed
 from order_service.model import BACKORDER_FILLED, BACKORDERED, CONFIRMED, OrderRow
+from order_service.pass_items import serve_pages
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence
@@ -50,6 +55,7 @@ class BackorderReport:
     confirmed: list[str] = field(default_factory=list)  # every line filled: CONFIRMED
     progressed: list[str] = field(default_factory=list)  # handed units, still owing some
     mismatched: list[str] = field(default_factory=list)  # lines that are not the order's
+    skipped: list[str] = field(default_factory=list)  # handling raised: the next pass again
     unreachable: int = 0
 
 
@@ -63,14 +69,15 @@ def reconcile_backorders(
 ) -> BackorderReport:
     """One pass over the BACKORDERED orders placed before `now` (the module's docstring)."""
     report = BackorderReport()
-    after: tuple[datetime, str] | None = None
-    while True:
-        page = store.page(BACKORDERED, now, after, page_size)
-        for order in page:
-            follow(store, stock, order, report, fence, before_write)
-        if len(page) < page_size:
-            return report
-        after = (page[-1].created_at, page[-1].id)
+    serve_pages(
+        "backordered",
+        lambda after: store.page(BACKORDERED, now, after, page_size),
+        lambda order: (order.created_at, order.id),
+        lambda order: follow(store, stock, order, report, fence, before_write),
+        page_size,
+        report.skipped,
+    )
+    return report
 
 
 def follow(

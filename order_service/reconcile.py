@@ -29,9 +29,13 @@ orders failed or were confirmed):
   the pay; the pay's own call got no answer): sent again (idempotent), so GET /stock's `held`
   does not count it for ever.
 
-An unreachable stock service leaves an order for the next pass. Run by the elected reconciler
-(reconciler.py) every RECONCILE_INTERVAL, or by hand (`inventory reconcile`); it is
-idempotent.
+An unreachable stock service leaves an order for the next pass. Each item is served alone
+(order_service/pass_items.py): one whose handling raises (a row lock held by a paused
+process past DB_LOCK_TIMEOUT_MS, an answer it cannot read, a bug) is logged, counted and
+skipped, the pass goes on past it, and the next pass tries it again; every page of each kind
+is read, the paid holds' releases too. The pass's "now" is the order database's clock. Run by
+the elected reconciler (reconciler.py) every RECONCILE_INTERVAL, or by hand (`inventory
+reconcile`); it is idempotent.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 from order_service import transitions
 from order_service.backorder_passes import BackorderReport, reconcile_backorders
@@ -57,6 +61,7 @@ from order_service.model import (
     RECONCILED,
     OrderRow,
 )
+from order_service.pass_items import database_time, hold_release_page, serve_pages
 from order_service.reservation_passes import ReservationReport, reconcile_reservations
 from order_service.reservation_store import ReservationStore
 from order_service.reservations import Settlement
@@ -84,6 +89,7 @@ class ReconcileReport:
     retried: list[str] = field(default_factory=list)  # undecided: deducted again, still unknown
     cancelled: list[str] = field(default_factory=list)  # cancels finished, expired holds
     released: list[str] = field(default_factory=list)  # paid holds' units released
+    skipped: list[str] = field(default_factory=list)  # handling raised: the next pass again
     reservations: ReservationReport = field(default_factory=ReservationReport)
     backorders: BackorderReport = field(default_factory=BackorderReport)
 
@@ -104,7 +110,7 @@ def reconcile(
     how an undecided order's deduction is made again (None: it is voided at once); `void_after`:
     the age past which an undecided order is voided instead (None: never while it can be
     deducted again)."""
-    now = now or datetime.now(UTC).replace(tzinfo=None)
+    now = now or database_time(store.engine)
     report = ReconcileReport()
     cancellation = Cancellation(store, stock)
     again = DeductAgain(stock, flags, now, void_after) if flags is not None else None
@@ -136,12 +142,22 @@ def reconcile(
         before_write,
         page_size,
     )
-    for order_id in store.hold_releases(now - HOLD_RELEASE_AGE, page_size):
+
+    def release(order_id: str) -> None:
         report.examined += 1
         if cancellation.release_hold(order_id):
             report.released.append(order_id)
         else:
             report.unreachable += 1
+
+    serve_pages(
+        "hold_releases",
+        lambda after: hold_release_page(store.engine, now - HOLD_RELEASE_AGE, after, page_size),
+        lambda key: key,
+        lambda key: release(key[1]),
+        page_size,
+        report.skipped,
+    )
     return report
 
 
@@ -154,18 +170,21 @@ def _pages(
     act: Callable[[OrderRow], None],
     by_deadline: bool = False,
 ) -> None:
-    after: tuple[datetime, str] | None = None
-    while True:
-        page = store.page(status, before, after, page_size, by_deadline)
-        report.pages += 1
-        for order in page:
-            act(order)
-        if len(page) < page_size:
-            return
-        last = page[-1]
-        stamp = last.pay_deadline if by_deadline else last.created_at
+    """Every page of the orders in `status`, each order served alone (pass_items.py)."""
+
+    def key(order: OrderRow) -> tuple[datetime, str]:
+        stamp = order.pay_deadline if by_deadline else order.created_at
         assert stamp is not None
-        after = (stamp, last.id)
+        return stamp, order.id
+
+    report.pages += serve_pages(
+        status.lower(),
+        lambda after: store.page(status, before, after, page_size, by_deadline),
+        key,
+        act,
+        page_size,
+        report.skipped,
+    )
 
 
 def _after_cancel(outcome: Outcome, report: ReconcileReport) -> None:

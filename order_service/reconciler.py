@@ -15,9 +15,11 @@ A leader that was paused or cut off must not act once deposed. Two guards, for t
   through that fence row, whose row lock orders the writes of two would-be leaders, and the
   tokens only grow from leader to leader. Each write is also a compare-and-set on the order's
   status, so even two passes of one leader never move an order twice.
-Whatever fails, a pass (the order database down, a read-only transaction on a primary just
-demoted, a lock wait timeout) or the election (its backend unreachable), is logged and tried
-again after a wait that grows while the failures last: nothing restarts a reconciler that
+One item of a pass that fails (its row locked past DB_LOCK_TIMEOUT_MS, an answer it cannot
+read) is skipped by the pass itself (order_service/pass_items.py). Whatever fails a whole pass
+(the order database down, a read-only transaction on a primary just demoted) or the election
+(its backend unreachable) is logged and tried again after a wait that grows while the
+failures last: nothing restarts a reconciler that
 exits, and its standby would die of the same fault. It only ends when it is told to.
 
 Lines meant for people and the standby demo: "elected", "pass", "not the leader", "refused",
@@ -42,7 +44,7 @@ from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
-from shared.db import make_engine
+from shared.db import DatabaseTimeouts, make_engine
 from shared.faults import NO_FAULTS, Faults
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
@@ -132,7 +134,13 @@ class Parts:
     def of(cls, settings: Settings, application: str) -> Parts:
         redis_client = make_redis(settings.redis_url)
         return cls(
-            OrderStore(make_engine(settings.order_database_url, application=application)),
+            OrderStore(
+                make_engine(
+                    settings.order_database_url,
+                    application=application,
+                    timeouts=DatabaseTimeouts.of(settings),
+                )
+            ),
             StockClient(
                 settings.stock_service_url,
                 CallPolicy.patient(settings.stock_call_timeout),
@@ -194,7 +202,7 @@ def lead(
             log.info(
                 "%s pass token=%d at=%.3f examined=%d confirmed=%d failed=%d cancelled=%d "
                 "retried=%d unreachable=%d reservations_expired=%d backordered=%d "
-                "backorders_confirmed=%d",
+                "backorders_confirmed=%d skipped=%d",
                 identifier,
                 token,
                 time.time(),
@@ -207,6 +215,7 @@ def lead(
                 len(report.reservations.expired),
                 len(report.backordered),
                 len(report.backorders.confirmed),
+                len(report.skipped + report.backorders.skipped + report.reservations.skipped),
             )
         stop.wait(settings.reconcile_interval)
 

@@ -12,6 +12,10 @@ pass, before the paid holds' releases). Three kinds, each read in keyset pages, 
 - released or expired whose units are still owed (the release's or the expiry's own return
   got no answer), last moved more than RETURN_AGE ago: the return asked again (idempotent).
 
+Each reservation is served alone (order_service/pass_items.py): one whose handling raises (its
+row locked by a paused process past DB_LOCK_TIMEOUT_MS, a stock answer it cannot read) is
+logged, counted and skipped, and the pass goes on past it; the next pass tries it again.
+
 So a held reservation expires, and its units come back, by its expiresAt plus one
 RECONCILE_INTERVAL and the pass's own time, while a reconciler leads and the stock service
 answers (a new leader's election adds its takeover, the lock service's session timeout). Every
@@ -26,6 +30,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from order_service.pass_items import serve_pages
 from order_service.reservation_store import (
     EXPIRED,
     HELD,
@@ -49,6 +54,7 @@ class ReservationReport:
     settled: list[str] = field(default_factory=list)  # pending: now held or failed
     expired: list[str] = field(default_factory=list)
     returned: list[str] = field(default_factory=list)  # units back (expired or released)
+    skipped: list[str] = field(default_factory=list)  # handling raised: the next pass again
     unreachable: int = 0
 
 
@@ -93,9 +99,19 @@ def reconcile_reservations(
         before_write()
         returned(r, reservations.give_back(r, fence))
 
-    _pages(store, (PENDING,), now - older_than, page_size, settle)
-    _pages(store, (HELD,), now, page_size, expire_one, by_expiry=True)
-    _pages(store, OWING, now - RETURN_AGE, page_size, give_back, owing=True)
+    skipped = report.skipped
+    _pages("reservations_pending", store, (PENDING,), now - older_than, page_size, settle, skipped)
+    _pages("reservations_held", store, (HELD,), now, page_size, expire_one, skipped, by_expiry=True)
+    _pages(
+        "reservations_owing",
+        store,
+        OWING,
+        now - RETURN_AGE,
+        page_size,
+        give_back,
+        skipped,
+        owing=True,
+    )
     return report
 
 
@@ -112,22 +128,28 @@ def expire(reservations: Settlement, r: Reservation, fence: Fence | None) -> Res
 
 
 def _pages(
+    name: str,
     store: ReservationStore,
     states: Collection[str],
     before: datetime,
     page_size: int,
     act: Callable[[Reservation], None],
+    skipped: list[str],
     by_expiry: bool = False,
     owing: bool = False,
 ) -> None:
-    after: tuple[datetime, str] | None = None
-    while True:
-        page = store.page(states, before, after, page_size, by_expiry, owing)
-        for reservation in page:
-            act(reservation)
-        if len(page) < page_size:
-            return
-        last = page[-1]
-        stamp = last.expires_at if by_expiry else last.updated_at
+    """Every page of the reservations in `states`, each served alone (pass_items.py)."""
+
+    def key(r: Reservation) -> tuple[datetime, str]:
+        stamp = r.expires_at if by_expiry else r.updated_at
         assert stamp is not None
-        after = (stamp, last.id)
+        return stamp, r.id
+
+    serve_pages(
+        name,
+        lambda after: store.page(states, before, after, page_size, by_expiry, owing),
+        key,
+        act,
+        page_size,
+        skipped,
+    )

@@ -9,6 +9,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -31,6 +32,42 @@ class DatabaseUnavailable(DependencyUnavailable):
         return f"{self} unavailable"
 
 
+class DatabaseTimeout(DatabaseUnavailable):
+    """A statement cancelled by the database: it waited for a row lock past the lock timeout,
+    or ran past the statement timeout (DatabaseTimeouts). Its transaction was rolled back, so
+    nothing of it was written; trying again later is safe. A 503 like DatabaseUnavailable,
+    saying which timeout it was."""
+
+    def __init__(self, name: str, kind: str) -> None:
+        super().__init__(name)
+        self.kind = kind  # "lock_timeout" or "statement_timeout"
+
+    def answer(self) -> str:
+        return f"{self} busy: a statement was cancelled by its {self.kind.replace('_', ' ')}"
+
+
+@dataclass(frozen=True)
+class DatabaseTimeouts:
+    """How long one statement may run, and wait for a row lock, on PostgreSQL and MariaDB
+    (DB_STATEMENT_TIMEOUT_MS, DB_LOCK_TIMEOUT_MS; SQLite has its busy timeout instead).
+    Without them a row locked by a paused process (a worker stopped in its transaction) held
+    every statement that wanted it for as long as the pause lasted: a reconciler's pass stopped
+    at that row for good. With them the statement fails (DatabaseTimeout), its transaction is
+    rolled back, and the caller answers 503 or, in a pass, skips that item.
+
+    The defaults are far above any normal wait (docs/configuration.md says why): the longest
+    planned one is LOCK_BACKEND=database's wait for its lock row, which sets its own lock
+    timeout (LOCK_TIMEOUT) and must stay under the statement timeout (settings_checks)."""
+
+    statement_ms: int = 30_000
+    lock_ms: int = 5_000
+
+    @classmethod
+    def of(cls, settings: Any) -> DatabaseTimeouts:
+        """From a shared.settings.Settings (named loosely: settings imports nothing of this)."""
+        return cls(settings.db_statement_timeout_ms, settings.db_lock_timeout_ms)
+
+
 # libpq's TCP keepalives, probed after 2 s of silence. A query in flight when the load
 # balancer it went through dies (a host's death: no FIN, no RST) waits for an answer that never
 # comes, and sends nothing that the balancer taking the address over could refuse; with the
@@ -46,13 +83,26 @@ TCP_KEEPALIVES = {
 }
 
 
-def make_engine(url: str, application: str | None = None, **kwargs: Any) -> Engine:
+def make_engine(
+    url: str,
+    application: str | None = None,
+    timeouts: DatabaseTimeouts | None = None,
+    **kwargs: Any,
+) -> Engine:
     """An engine tuned for several threads and processes writing the same rows.
 
     `application`: on PostgreSQL, each connection's application_name is `<application> pid
     <pid>`, so pg_stat_activity says which process holds a connection, a transaction or a
-    row lock, even through a load balancer (the client address is then the balancer's)."""
+    row lock, even through a load balancer (the client address is then the balancer's).
+
+    `timeouts`: every connection's statement and lock timeouts on PostgreSQL and MariaDB. A
+    program of the product names itself (`application`) and runs under its settings' (or,
+    not given, the defaults); an engine of the tooling (no name: a check reading whole
+    tables, an operator's query) runs without, unless given them. Alembic's migrations make
+    engines of their own and never run under them."""
     parsed = make_url(url)
+    if timeouts is None and application is not None:
+        timeouts = DatabaseTimeouts()
     if parsed.get_backend_name() == "sqlite":
         connect_args = {"timeout": 30, "check_same_thread": False}
         engine = create_engine(url, connect_args=connect_args, **kwargs)
@@ -67,13 +117,40 @@ def make_engine(url: str, application: str | None = None, **kwargs: Any) -> Engi
         # READ COMMITTED, as on PostgreSQL: every statement sees the latest committed rows,
         # so the read inside the lock sees what the previous holder wrote.
         kwargs.setdefault("isolation_level", "READ COMMITTED")
-    elif parsed.get_backend_name() == "postgresql":
+        engine = create_engine(url, **kwargs)
+        if timeouts is not None:
+            _time_mysql_sessions(engine, timeouts)
+        return engine
+    if parsed.get_backend_name() == "postgresql":
         kwargs.setdefault("connect_args", {"connect_timeout": 5, **TCP_KEEPALIVES})
+        if timeouts is not None:  # connect parameters: no extra round trip
+            options = f"-c statement_timeout={timeouts.statement_ms}"
+            options += f" -c lock_timeout={timeouts.lock_ms}"
+            kwargs["connect_args"] = {**kwargs["connect_args"], "options": options}
+        engine = create_engine(url, **kwargs)
         if application:
-            engine = create_engine(url, **kwargs)
             _name_connections(engine, application)
-            return engine
+        return engine
     return create_engine(url, **kwargs)
+
+
+def _time_mysql_sessions(engine: Engine, timeouts: DatabaseTimeouts) -> None:
+    """Each new connection's session timeouts, one round trip when it connects. MariaDB's
+    max_statement_time (seconds) covers every statement; MySQL's max_execution_time (ms) only
+    SELECTs. innodb_lock_wait_timeout counts whole seconds, at least one."""
+    lock_seconds = max(1, -(-timeouts.lock_ms // 1000))
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        mariadb = "mariadb" in str(dbapi_connection.get_server_info()).lower()
+        statement = (
+            f"max_statement_time = {timeouts.statement_ms / 1000:g}"
+            if mariadb
+            else f"max_execution_time = {timeouts.statement_ms}"
+        )
+        cursor = dbapi_connection.cursor()
+        cursor.execute(f"SET SESSION {statement}, innodb_lock_wait_timeout = {lock_seconds}")
+        cursor.close()
 
 
 def _name_connections(engine: Engine, application: str) -> None:
@@ -135,7 +212,27 @@ def transaction(engine: Engine, name: str, read_only: bool = False) -> Iterator[
     except OperationalError as exc:
         if _is_connection_error(exc):
             raise DatabaseUnavailable(name) from exc
+        kind = timeout_kind(exc)
+        if kind is not None:
+            raise DatabaseTimeout(name, kind) from exc
         raise
+
+
+def timeout_kind(exc: BaseException) -> str | None:
+    """ "lock_timeout" or "statement_timeout" when the database cancelled the statement for
+    that reason (PostgreSQL's lock_timeout and statement_timeout; MariaDB's and MySQL's lock
+    wait timeout, max_statement_time and max_execution_time), else None."""
+    if not isinstance(exc, DBAPIError):
+        return None
+    code = getattr(exc.orig, "sqlstate", None)
+    number = exc.orig.args[0] if exc.orig is not None and exc.orig.args else None
+    if code == "55P03" or number == 1205:
+        return "lock_timeout"
+    if code == "57014" and "statement timeout" in str(exc.orig):
+        return "statement_timeout"
+    if number in (1969, 3024):  # MariaDB max_statement_time, MySQL max_execution_time
+        return "statement_timeout"
+    return None
 
 
 def _is_connection_error(exc: DBAPIError) -> bool:

@@ -53,6 +53,14 @@ RESERVATIONS = Counter(
     "Reservations moved, by the state they moved to (held, failed, consumed, released, expired)",
     ["state"],
 )
+# The elected reconciler: the items a pass skipped because handling them raised (a row lock
+# waited out, a statement cut, an answer it could not read, a bug), by pass and reason; each is
+# tried again by the next pass. Items, not passes: one stuck order shows as one a pass.
+PASS_ITEM_FAILURES = Counter(
+    "reconcile_item_failures_total",
+    "Items a reconciler's pass skipped after an error, by pass and reason",
+    ["pass", "reason"],
+)
 # The stock service.
 DEDUCTIONS = Counter("deductions_total", "reduceStock requests decided, by outcome", ["outcome"])
 LOCK_WAIT = Histogram(

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 LOGS = ("log_level", "log_format")
 SCHEMA = ("migrate_on_start",)
+# Every program's connections: their statement and lock timeouts (shared/db.py).
+DATABASE = ("db_statement_timeout_ms", "db_lock_timeout_ms")
 FAULTS = ("fault_injection",)
 LIMITS = ("max_body_bytes", "max_lines", "max_quantity")
 # Where the singletons (the reconcilers, the relays) elect their leader, and how they reach it.
@@ -70,6 +72,7 @@ PROGRAMS: dict[str, frozenset[str]] = {
     "order service": frozenset(
         (
             "order_database_url",
+            *DATABASE,
             *FLAGS,
             *STOCK_CALLS,
             "order_batch_max",
@@ -85,6 +88,7 @@ PROGRAMS: dict[str, frozenset[str]] = {
     "stock service": frozenset(
         (
             "stock_database_url",
+            *DATABASE,
             "redis_url",
             *LOCK,
             "stock_events",
@@ -98,7 +102,16 @@ PROGRAMS: dict[str, frozenset[str]] = {
         )
     ),
     "reconciler": frozenset(
-        ("order_database_url", *FLAGS, *STOCK_CALLS, *RECONCILE, *ELECTION, *FAULTS, *LOGS)
+        (
+            "order_database_url",
+            *DATABASE,
+            *FLAGS,
+            *STOCK_CALLS,
+            *RECONCILE,
+            *ELECTION,
+            *FAULTS,
+            *LOGS,
+        )
     ),
-    "relay": frozenset(("stock_database_url", "redis_url", *EVENTS, *ELECTION, *LOGS)),
+    "relay": frozenset(("stock_database_url", *DATABASE, "redis_url", *EVENTS, *ELECTION, *LOGS)),
 }

@@ -60,6 +60,13 @@ class Settings:
     # the flag Redis. `inventory up` starts three of its own when this is not set.
     redlock_urls: str = "redis://127.0.0.1:6380/0,redis://127.0.0.1:6381/0,redis://127.0.0.1:6382/0"
     stock_service_url: str = "http://127.0.0.1:8082"
+    # Every connection's statement and lock timeouts on PostgreSQL and MariaDB, in ms
+    # (shared/db.py, DatabaseTimeouts): a statement waiting for a row lock past the lock
+    # timeout, or running past the statement timeout, is cancelled and its transaction rolled
+    # back (a 503, or the item skipped in a reconciler's pass), instead of waiting for as long
+    # as a paused holder of the row stays paused. Far above any normal wait.
+    db_statement_timeout_ms: int = 30_000
+    db_lock_timeout_ms: int = 5_000
 
     # Lock strategy of the stock service.
     lock_backend: str = "zookeeper"

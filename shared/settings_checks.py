@@ -96,6 +96,8 @@ CHECKS = (
     _positive("unique_key_lock_ttl"),
     _positive("redlock_ttl"),
     _positive("reconcile_interval"),
+    _positive("db_statement_timeout_ms"),
+    _positive("db_lock_timeout_ms"),
     Check(frozenset({"reconcile_older_than"}), _age_problem),
     Check(frozenset({"reconcile_void_after"}), _void_problem),
     _positive("flag_write_seconds"),
@@ -132,6 +134,18 @@ CHECKS = (
         lambda s: (
             "LOCK_BACKEND=redlock needs 3 or more REDLOCK_URLS (a majority of N)"
             if s.lock_backend == "redlock" and len(s.redlock_url_list()) < 3
+            else None
+        ),
+    ),
+    Check(
+        frozenset({"lock_timeout"}),
+        # LOCK_BACKEND=database waits for its lock row in one statement, under its own lock
+        # timeout (LOCK_TIMEOUT) but the connection's statement timeout: the wait must end as
+        # a lock timeout (a 503 that says so), never be cut short by the statement timeout.
+        lambda s: (
+            f"LOCK_BACKEND=database needs DB_STATEMENT_TIMEOUT_MS above LOCK_TIMEOUT "
+            f"({s.lock_timeout * 1000:g} ms): the lock's wait is one statement"
+            if s.lock_backend == "database" and s.db_statement_timeout_ms <= s.lock_timeout * 1000
             else None
         ),
     ),
