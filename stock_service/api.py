@@ -262,6 +262,11 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             {
                 200: (LevelSet, "Set: a ledger entry of reason `set`, a new seed version"),
                 403: ADMIN_OFF,
+                409: (
+                    ErrorBody,
+                    "Nothing changed: the set would raise the goods id's total (with its "
+                    "named locations' units) above MAX_STOCK_LEVEL",
+                ),
                 413: BODY_TOO_LARGE,
                 503: DOWN,
             }
@@ -274,7 +279,14 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
         token to this holder's: the way back into service after the lock service was rebuilt
         (its tokens start again from small numbers)."""
         d = deps()
-        d.deduction.adjust(Adjustment(goodsId, "set", num=json_data.num, reference="PUT /stock"))
+        setting = Adjustment(goodsId, "set", num=json_data.num, reference="PUT /stock")
+        decision = d.deduction.adjust(setting)
+        if decision.outcome is Outcome.ABOVE_MAX:
+            message = (
+                f"the level {decision.level} cannot be raised above "
+                f"{d.settings.max_stock_level} (MAX_STOCK_LEVEL): nothing changed"
+            )
+            raise ApiError(409, message)
         row = d.store.level(goodsId)
         assert row is not None
         return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})

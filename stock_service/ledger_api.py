@@ -59,8 +59,10 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
                 409: (
                     Stale,
                     "Nothing changed: the level is not the one `expected` (stale), or the "
-                    "adjustment would take it below zero or above MAX_STOCK_LEVEL; `num` is "
-                    "the level now",
+                    "adjustment would take it below zero, or raise the goods id's total above "
+                    "MAX_STOCK_LEVEL (the cap bounds what an adjustment may raise a level to: "
+                    "returns and transfers received may leave a level above it, which still "
+                    "takes any adjustment that lowers it); `num` is the level now",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
@@ -98,7 +100,10 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             message = f"the level {decision.level} cannot go below zero: nothing changed"
             raise ApiError(409, message, num=decision.level)
         if decision.outcome is Outcome.ABOVE_MAX:
-            message = f"the level {decision.level} cannot go above {max_level}: nothing changed"
+            message = (
+                f"the level {decision.level} cannot be raised above {max_level} "
+                "(MAX_STOCK_LEVEL): nothing changed"
+            )
             raise ApiError(409, message, num=decision.level)
         [entry] = decision.entries
         made: dict[str, Any] = {

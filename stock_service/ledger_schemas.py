@@ -13,10 +13,19 @@ from stock_service.core.plan import REASONS
 REASON_TEXT = ", ".join(REASONS)
 
 
+# The largest level a column holds (BIGINT). A level may pass MAX_STOCK_LEVEL (returns and
+# transfers' in-legs are never refused), so the level a caller names (`expected`, and `num`
+# for a count that lowers such a level) is bounded by what can be stored, not by the cap.
+LEVEL_LIMIT = 2**63 - 1
+
+
 def adjustment_model(max_level: int) -> type[Strict]:
     class AdjustmentBody(Strict):
         """By `delta`, or to `num`; with `expected`, only if the level is the one expected (a
-        compare-and-swap: 409 with the level when it is stale)."""
+        compare-and-swap: 409 with the level when it is stale). MAX_STOCK_LEVEL bounds what an
+        adjustment may raise the goods id's total level to (409 above it); one that lowers the
+        level or keeps it is taken whatever the level (returns and transfers received may
+        leave it above the cap)."""
 
         model_config = ConfigDict(
             strict=True,
@@ -24,11 +33,33 @@ def adjustment_model(max_level: int) -> type[Strict]:
         )
         reason: str = Field(description=f"one of: {REASON_TEXT} (422 otherwise)")
         delta: Annotated[
-            int, Field(ge=-max_level, le=max_level, description="units in (+) or out (-)"), WHOLE
+            int,
+            Field(
+                ge=-LEVEL_LIMIT,
+                le=max_level,
+                description=f"units in (+) or out (-); in: 409 if the total would go above "
+                f"MAX_STOCK_LEVEL ({max_level})",
+            ),
+            WHOLE,
         ] = None  # type: ignore[assignment]
-        num: Annotated[int, Field(ge=0, le=max_level, description="the new level"), WHOLE] = None  # type: ignore[assignment]
+        num: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=LEVEL_LIMIT,
+                description=f"the new level; one that raises it: 409 if the total would go "
+                f"above MAX_STOCK_LEVEL ({max_level}), one that lowers it: taken",
+            ),
+            WHOLE,
+        ] = None  # type: ignore[assignment]
         expected: Annotated[
-            int, Field(ge=0, le=max_level, description="the level the caller saw"), WHOLE
+            int,
+            Field(
+                ge=0,
+                le=LEVEL_LIMIT,
+                description="the level the caller saw (any level, above MAX_STOCK_LEVEL too)",
+            ),
+            WHOLE,
         ] = None  # type: ignore[assignment]
         reference: Annotated[str, text(200, "a document (the column holds 200 characters)")] = None  # type: ignore[assignment]
         location: Identifier | None = Field(

@@ -45,7 +45,16 @@ def input_models(max_lines: int, max_quantity: int, max_stock_level: int) -> Inp
             return [(line.goodsId, line.location) for line in self.root]
 
     class StockLevelBody(Strict):
-        num: Annotated[int, Field(ge=0, le=max_stock_level, description="the new level"), WHOLE]
+        num: Annotated[
+            int,
+            Field(
+                ge=0,
+                le=max_stock_level,
+                description="the new level at the default location; one that would raise the "
+                "goods id's total (its named locations' units too) above MAX_STOCK_LEVEL: 409",
+            ),
+            WHOLE,
+        ]
 
     class FaultBody(Strict):
         value: Annotated[
@@ -240,7 +249,10 @@ class LocationLevel(BaseModel):
 
 class StockLevel(Answer):
     goodsId: str
-    num: int = Field(description="the level: the sum of its locations' levels")
+    num: int = Field(
+        description="the level: the sum of its locations' levels (above MAX_STOCK_LEVEL when "
+        "returns or transfers received lifted it there: no adjustment raises it further)"
+    )
     held: int = Field(description="units in holds not paid yet (part of what was deducted)")
     locations: list[LocationLevel] = Field(
         description="each location's level and held units (the default location, and each "

@@ -33,7 +33,7 @@ at the end of the batch either, unless a return came after it.
 
 A member's answer depends on its own request and the levels the members before it left, never
 on a member that changed no level: a request refused (for stock, a stale expected level, a
-level it would take below zero or above the cap), or one that cannot fit, leaves every other
+level it would take below zero or raise above the cap), or one that cannot fit, leaves every other
 answer as it would be without it (tests/unit/test_combiner_properties.py holds that against
 generated batches with oversized and refused neighbours).
 
@@ -142,8 +142,9 @@ def plan(
     decision; `seqs`: each goods id's last ledger entry; `held_flags`: the deducted flags whose
     units are still held (an unpaid hold), released when their stock comes back;
     `seed_versions`: each known goods id's seed version; `max_level`: the highest level an
-    adjustment may leave (MAX_STOCK_LEVEL); `named`, `named_held`: each goods id's levels and
-    held units at its named locations (places.py); `places`: the locations that have a row;
+    adjustment may raise a total to (MAX_STOCK_LEVEL; returns and in-legs may pass it);
+    `named`, `named_held`: each goods id's levels and held units at its named locations
+    (places.py); `places`: the locations that have a row;
     `transfers`: the transfers the batch's steps name, as read; `limits`, `owed`, `waiting`:
     each goods id's backorder limit, units owed and waiting lines (backorders.py)."""
     ledger = RunningLedger(levels, seqs or {}, seed_versions or {}, named, named_held)
@@ -230,9 +231,13 @@ def _adjust(
     index: int, adjustment: Adjustment, ledger: RunningLedger, max_level: int | None
 ) -> Decision:
     """An adjustment against the running level: stale if the level is not the one expected,
-    refused if it would take the level below zero or above `max_level` (two restocks that
-    each fit would otherwise leave a level no later `set` or compare-and-swap could name),
-    else one ledger line (a delta of 0 too)."""
+    refused if it would take the level below zero, or raise the total above `max_level`,
+    else one ledger line (a delta of 0 too).
+
+    The cap bounds what an adjustment may RAISE a level to, never what it may leave: returns
+    and transfers' in-legs are never refused (their units are real), so they may lift a total
+    past the cap. Such a level still takes every change that lowers it or keeps it (a loss, a
+    count, a compare-and-swap naming it), and refuses a restock until it is back under."""
     total = ledger.level(adjustment.goods_id)
     where = adjustment.location or DEFAULT
     level = ledger.shelves.level(adjustment.goods_id, where)
@@ -241,7 +246,7 @@ def _adjust(
     delta = adjustment.delta if adjustment.delta is not None else (adjustment.num or 0) - level
     if level + delta < 0:
         return Decision(Outcome.BELOW_ZERO, level=level)
-    if max_level is not None and total + delta > max_level:
+    if max_level is not None and delta > 0 and total + delta > max_level:
         return Decision(Outcome.ABOVE_MAX, level=total)
     seeds = adjustment.reason == "set"
     parts = ((where, delta),)
