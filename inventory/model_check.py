@@ -42,9 +42,10 @@ that file's name, checked against PATH.
 A third model, model/backorders.pml (its variants in inventory/model_backorder_variants.py),
 has backorders within a cap filled oldest first by the units that arrive (FILL_NEWEST and
 NEWCOMER_FIRST: a later order filled first; FILL_NOT_IN_COMMIT: units on hand while a line
-waits; BACKORDERS_NO_FENCE; NO_HANDOVER expected clean), and a world, -DRESERVATIONS, of a
-reservation ended exactly once by its genOrder, its DELETE or its expiry (STATE_NO_CAS and
-EXPIRY_NO_CAS: two ends; RETURN_NO_CAS: its units back twice).
+waits; CANCEL_READ_BEFORE_HOLD, and GATE_ONLY_CHANGED_LEVELS, the fence met only by a plan
+that moves a level: units lost; BACKORDERS_NO_FENCE; NO_HANDOVER expected clean), and a world,
+-DRESERVATIONS, of a reservation ended exactly once by its genOrder, its DELETE or its expiry
+(STATE_NO_CAS and EXPIRY_NO_CAS: two ends; RETURN_NO_CAS: its units back twice).
 
     python -m inventory.model_check [--json] [--model PATH]
 """

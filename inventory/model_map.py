@@ -191,6 +191,9 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "a cancel of a backordered flag reads what it has again under the lock": (
         "stock_service.decide.as_of_the_hold"
     ),
+    "the cancel's read again: in the hold's own read, after the goods row's fence and seq": (
+        "stock_service.store.StockStore.read_batch"
+    ),
     "a cancel: what was filled back, the place given up, the next line served": (
         "stock_service.core.backordering.give_back"
     ),
@@ -198,11 +201,25 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "fenced write on the goods row: its fence and its ledger seq as read": (
         "stock_service.store_write.StockWrite.set_level_fenced"
     ),
+    # GATE_ONLY_CHANGED_LEVELS removes this: only a plan with a ledger line met the fence.
+    "every hold's commit through the gate, whatever its plan writes": (
+        "stock_service.decide._write_levels"
+    ),
+    "the gate of a plan with no ledger line (a refusal, a give-up of nothing): fence moved": (
+        "stock_service.store_write.StockWrite.pass_gate"
+    ),
     "the lines, their fills and the units owed written in the fenced commit": (
         "stock_service.backorder_store.write_backorders"
     ),
+    "a line read waiting, moved since: its compare-and-set matches nothing, read again": (
+        "stock_service.backorder_store.write_backorders"
+    ),
+    "the row's units owed moved by what the plan moved them": (
+        "stock_service.backorder_store.write_backorders"
+    ),
+    "a newer holder's fence read: stale, nothing written": "stock_service.decide._refuse_if_newer",
     "fence refused (newer holder) or overtaken (older holder)": (
-        "stock_service.decide._write_levels"
+        "stock_service.decide._overtaken_if_moved"
     ),
     "read again and decide again after overtaken or a line moved": (
         "stock_service.decide.decide_batch"

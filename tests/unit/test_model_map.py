@@ -1,6 +1,7 @@
-"""The model's actions name the code that does them (inventory/model_map.py's ACTIONS): each
-dotted path must still import, so a function renamed or removed makes the map (and the model's
-table in docs/model.md) stale, and this test says which."""
+"""The model's actions name the code that does them (inventory/model_map.py's ACTIONS, and
+BACKORDER_ACTIONS for model/backorders.pml): each dotted path must still import, so a function
+renamed or removed makes the map (and the model's table in docs/model.md) stale, and this test
+says which."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from inventory.model_map import ACTIONS
+from inventory.model_map import ACTIONS, BACKORDER_ACTIONS
 
 
 def resolve(dotted: str) -> Any:
@@ -57,3 +58,21 @@ def test_the_map_covers_the_guards_the_model_removes() -> None:
         "stock_service.core.plan.plan",  # RETURN_NOT_ONCE (with mark_returned)
     ):
         assert guard in paths
+
+
+def test_the_backorders_map_covers_the_guards_its_model_removes() -> None:
+    paths = set(BACKORDER_ACTIONS.values())
+    for guard in (
+        # GATE_ONLY_CHANGED_LEVELS: every goods id the hold read meets the gate, and one its
+        # plan leaves as it is (a refusal, a give-up of nothing) only moves the fence
+        "stock_service.decide._write_levels",
+        "stock_service.store_write.StockWrite.pass_gate",
+        "stock_service.store_write.StockWrite.set_level_fenced",  # BACKORDERS_NO_FENCE
+        "stock_service.decide.as_of_the_hold",  # CANCEL_READ_BEFORE_HOLD
+        "stock_service.core.backorders.Backorders.serve",  # FILL_NEWEST
+        "stock_service.core.backordering.serve_waiting",  # FILL_NOT_IN_COMMIT, NO_HANDOVER
+        "stock_service.backorder_store.write_backorders",  # the lines' compare-and-sets, owed
+        "order_service.reservation_store.compare_and_set",  # STATE_NO_CAS, EXPIRY_NO_CAS
+        "stock_service.store_write.StockWrite.mark_returned",  # RETURN_NO_CAS
+    ):
+        assert guard in paths, guard
