@@ -231,10 +231,10 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
     def get_stock(goodsId: str, path_data: Any) -> Response:
         """The level of one goods id, the units of it held by unpaid holds, its low-stock
         threshold, its ledger's last entry, what it was last set to, and its fencing token."""
-        row = deps().store.level(goodsId)
-        if row is None:
+        seen = deps().locations.view(goodsId)  # one snapshot: the total and its parts agree
+        if seen is None:
             raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
-        places, in_transit = deps().locations.levels(goodsId, row["num"], row["held"])
+        row, places, in_transit = seen
         return jsonify(
             {
                 "goodsId": goodsId,

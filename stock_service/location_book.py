@@ -56,23 +56,47 @@ class LocationBook:
             found = set(conn.execute(query).scalars())
         return [i for i in wanted if i not in found]
 
-    def levels(self, goods_id: str, total: int, held: int) -> tuple[list[dict[str, Any]], int]:
-        """The goods id's level and held units per location, the default's being what its
-        total leaves; and its units in transit."""
-        named = select(stock_location).where(stock_location.c.goods_id == goods_id)
-        moving = select(func.coalesce(func.sum(stock_transfer.c.units), 0)).where(
-            stock_transfer.c.goods_id == goods_id, stock_transfer.c.state == IN_TRANSIT
+    def view(self, goods_id: str) -> tuple[dict[str, Any], list[dict[str, Any]], int] | None:
+        """GET /stock's answer from one snapshot: the goods id's stock row, its level and held
+        units per location (the default's being what the total leaves), and its units in
+        transit; None for an unknown goods id. One statement: on PostgreSQL and MariaDB at
+        READ COMMITTED each statement sees the commits made before it, so the row and the
+        named levels read by two could straddle a commit (a restock at a named location
+        between them showed the default location at -5)."""
+        moving = (
+            select(func.coalesce(func.sum(stock_transfer.c.units), 0))
+            .where(stock_transfer.c.goods_id == goods_id, stock_transfer.c.state == IN_TRANSIT)
+            .scalar_subquery()
+        )
+        named = stock_location.c
+        query = (
+            select(
+                stock,
+                named.location_id.label("at_location"),
+                named.num.label("at_num"),
+                named.held.label("at_held"),
+                moving.label("in_transit"),
+            )
+            .select_from(stock.outerjoin(stock_location, named.goods_id == stock.c.goods_id))
+            .where(stock.c.goods_id == goods_id)
+            .order_by(named.location_id)
         )
         with transaction(self.engine, DB, read_only=True) as conn:
-            rows = list(conn.execute(named.order_by(stock_location.c.location_id)))
-            in_transit = int(conn.execute(moving).scalar_one())
+            rows = list(conn.execute(query).mappings())
+        if not rows:
+            return None
+        row = {c.name: rows[0][c.name] for c in stock.columns}
+        others = [
+            {"location": r["at_location"], "num": int(r["at_num"]), "held": int(r["at_held"])}
+            for r in rows
+            if r["at_location"] is not None
+        ]
         default = {
             "location": DEFAULT,
-            "num": total - sum(int(r.num) for r in rows),
-            "held": held - sum(int(r.held) for r in rows),
+            "num": int(row["num"]) - sum(o["num"] for o in others),
+            "held": int(row["held"]) - sum(o["held"] for o in others),
         }
-        others = [{"location": r.location_id, "num": int(r.num), "held": int(r.held)} for r in rows]
-        return [default, *others], in_transit
+        return row, [default, *others], int(rows[0]["in_transit"])
 
     def transfer(self, transfer_id: str) -> Transfer | None:
         query = select(stock_transfer).where(stock_transfer.c.transfer_id == transfer_id)
