@@ -15,8 +15,10 @@ be reached, the order stays CANCELLING and the elected reconciler finishes it: t
 idempotent.
 
 Pay and expiry race on the same row: pay moves AWAITING_PAYMENT to CONFIRMED only before the
-deadline, expiry to CANCELLING only after it, each a compare-and-set on the status with its
-clock's reading in the condition. Exactly one of them moves the order, and the other is told
+deadline, expiry to CANCELLING only after it, each a compare-and-set on the status with the
+database's clock in the condition (read in its own transaction: whichever host pays or
+expires, the deadline is judged on the clock that set it, so a pay refused as expired on one
+host is never paid on another). Exactly one of them moves the order, and the other is told
 what it became. Pay is idempotent: a pay that finds the order paid (by itself before, or by a
 concurrent click) answers paid, read from the row its own transaction left. A cancel racing
 the order's own genOrder request wins the same way: the request finds the order no longer

@@ -9,11 +9,11 @@ consumes of one reservation cannot both make an order: their order rows would sh
 key.
 
 One transaction of the order database does it all: the reservation's compare-and-set from
-`held` to `consumed` (only while its expires_at has not passed, by this transaction's clock:
-the expiry's compare-and-set has the opposite condition, so of a genOrder and the expiry pass
-exactly one moves it; a release, from `held` and before expires_at too, races it the same
-way), the order
-inserted CONFIRMED (or, with payWithinSeconds, AWAITING_PAYMENT, its clock starting now), its
+`held` to `consumed` (only while its expires_at has not passed, by the database's clock read
+in this transaction: the expiry's compare-and-set has the opposite condition on the same
+clock, so of a genOrder and the expiry pass exactly one moves it, whichever hosts run them; a
+release, from `held` and before expires_at too, races it the same way), the order inserted
+CONFIRMED (or, with payWithinSeconds, AWAITING_PAYMENT, its clock starting now), its
 lines with the reservation's locations, its allocations, and, for a CONFIRMED order, the note
 that its units are no longer held (hold_release, sent at once and by the reconciler if that
 call gets no answer). Nothing moved: no order, and the buyer is told why (409).
@@ -121,8 +121,9 @@ class ReservationOrders:
             dict(found.lines), allocations_from({"allocations": list(found.allocations)})
         )
         with self.reservations.writing() as write:
+            at = write.clock()  # before expires_at by the database's clock, whichever host
             moved = compare_and_set(
-                write.conn, rid, (HELD,), CONSUMED, f"consumed: order {rid}", write.stamp, False
+                write.conn, rid, (HELD,), CONSUMED, f"consumed: order {rid}", at, False
             )
             if not moved:
                 now = read(write.conn, rid, lines=False, locked=True) or found

@@ -11,8 +11,10 @@ its `state` (the only way a state changes), each in its own transaction of the o
 `held` leaves by exactly one of consume, release and expire: each is an UPDATE whose WHERE
 names the state it leaves, so of two racing writers the row lock lets one through and the
 other finds the row moved (rowcount 0); consume and release also hold only while expires_at
-has not passed, expire only once it has, each by its writing transaction's clock (as a
-hold's pay and expiry): past its expires_at a held reservation can only expire. A consume is
+has not passed, expire only once it has, each by the database's clock read in its writing
+transaction (OrderWrite.clock), as a hold's pay and expiry, and expires_at is set by the same
+clock: past its expires_at a held reservation can only expire, whichever host asks (each
+host's own clock differs from the others'). A consume is
 written in the same transaction as its order (order_service/reservation_orders.py). A
 released or expired reservation owes its units until `returned_at` is set, once the stock
 service answered the return; the return itself is idempotent per flag on the stock side, so
@@ -42,6 +44,7 @@ CONSUMED, RELEASED, EXPIRED = "consumed", "released", "expired"
 STATES = (PENDING, HELD, FAILED, CONSUMED, RELEASED, EXPIRED)
 # The states whose units are owed back until the stock service took them (returned_at).
 OWING = (RELEASED, EXPIRED)
+EXPIRED_UNUSED = "expired: neither consumed nor released in time"
 _R, _L = reservations.c, reservation_lines.c
 
 
@@ -148,10 +151,13 @@ class ReservationStore:
         allocations: list[Any] | None = None,
     ) -> tuple[bool, Reservation | None]:
         """One of `was` -> `to`, a compare-and-set. `due`: only once expires_at has passed
-        (True) or while it has not (False) by this transaction's clock; `hold_for`: held from
-        now for so many seconds. Whether it moved, and the reservation after (None: gone)."""
+        (True) or while it has not (False) by the database's clock; `hold_for`: held from
+        now, by the same clock, for so many seconds. Whether it moved, and the reservation
+        after (None: gone)."""
         with self.writing(fence) as write:
             values: dict[str, Any] = {}
+            if due is not None or hold_for is not None:
+                write.clock()  # the database's time: this transaction's stamp from here
             if hold_for is not None:
                 values["expires_at"] = write.stamp + timedelta(seconds=hold_for)
             if allocations is not None:
@@ -244,7 +250,8 @@ def compare_and_set(
     **values: Any,
 ) -> bool:
     """The reservation from one of `was` to `to`, `values` set with it (`due`: see
-    ReservationStore.move); whether this statement moved it. The one statement by which a
+    ReservationStore.move, compared with `stamp`, which must then be the database's time:
+    OrderWrite.clock); whether this statement moved it. The one statement by which a
     reservation's state changes."""
     condition = and_(_R.id == reservation_id, _R.state.in_(list(was)))
     if due is not None:

@@ -31,6 +31,7 @@ from order_service.statements import (
     RECORD_SHORTFALL,
 )
 from order_service.tables import order_details, orders
+from shared.clock import database_now
 from shared.db import transaction
 from shared.db import utcnow as now
 from shared.ids import new_id
@@ -45,7 +46,22 @@ class OrderWrite:
 
     def __init__(self, conn: Connection) -> None:
         self.conn = conn
+        # This host's clock, for the stamps no deadline is judged by (created_at,
+        # updated_at), until the transaction reads the database's (`clock`).
         self.stamp = now()
+        self._database_now: datetime | None = None
+
+    def clock(self) -> datetime:
+        """The database's time, read once in this transaction (on first use), and from then
+        on this transaction's stamp too. Every deadline set and every "is it due" compare
+        reads it: the hosts' own clocks differ (a host 2 s ahead answered `expired` to a
+        DELETE another host then honoured), the database's is one for all. Read only by the
+        transactions that set or compare a deadline, so a plain genOrder pays no round trip
+        for it."""
+        if self._database_now is None:
+            self._database_now = database_now(self.conn)
+            self.stamp = self._database_now
+        return self._database_now
 
     def add(self, order: dict[str, Any], lines: dict[str, int], fill: Fill = ALL) -> None:
         """An order row and its details (a repeated idempotency key: IntegrityError)."""
@@ -69,18 +85,19 @@ class OrderWrite:
     ) -> bool:
         """PENDING -> `status`, a compare-and-set; False when the order was not PENDING.
         `hold_for`: a hold's seconds to pay in, counted from now (its deduction confirmed)."""
+        deadline = self.deadline(hold_for)  # first: the stamp is the database's if it reads it
         params = {
             "order_id": order_id,
             "status": status,
             "reason": reason,
             "at": self.stamp,
-            "deadline": self.deadline(hold_for),
+            "deadline": deadline,
         }
         return bool(self.conn.execute(FINISH, params).rowcount)
 
     def deadline(self, hold_for: int | None) -> datetime | None:
-        """A hold's deadline, if it starts now."""
-        return self.stamp + timedelta(seconds=hold_for) if hold_for else None
+        """A hold's deadline, if it starts now: by the database's clock."""
+        return self.clock() + timedelta(seconds=hold_for) if hold_for else None
 
     def record_shortfall(self, order_id: str, goods_id: Any, available: Any, seed: Any) -> None:
         """What the stock service said was available of a line it refused."""
@@ -101,12 +118,13 @@ class OrderWrite:
         self, ids: list[str], status: str, reason: str | None, hold_for: int | None
     ) -> int:
         """PENDING -> `status` for each of `ids` (a compare-and-set each); how many moved."""
+        deadline = self.deadline(hold_for)  # first: the stamp is the database's if it reads it
         params = {
             "ids": ids,
             "status": status,
             "reason": reason,
             "at": self.stamp,
-            "deadline": self.deadline(hold_for),
+            "deadline": deadline,
         }
         return int(self.conn.execute(FINISH_GROUP, params).rowcount)
 
@@ -127,12 +145,13 @@ class OrderWrite:
         **values: Any,
     ) -> bool:
         """One of `was` -> `status`. `due`: only if the pay deadline has passed (True) or not
-        yet (False) by this transaction's clock; `hold_for`: a hold's seconds to pay in, its
-        deadline set from now. Whether it moved the row."""
+        yet (False) by the database's clock (`clock`); `hold_for`: a hold's seconds to pay in,
+        its deadline set from now by the same clock. Whether it moved the row."""
         condition = and_(orders.c.id == order_id, orders.c.status.in_(list(was)))
         if due is not None:
-            passed = orders.c.pay_deadline <= self.stamp
-            condition = and_(condition, passed if due else orders.c.pay_deadline > self.stamp)
+            at = self.clock()
+            passed = orders.c.pay_deadline <= at
+            condition = and_(condition, passed if due else orders.c.pay_deadline > at)
         if hold_for:
             values["pay_deadline"] = self.deadline(hold_for)
         moved = self.conn.execute(

@@ -6,13 +6,15 @@ flag and the stock call; the outcome after the answer), so a unit of work here i
 and its rules are here rather than in the repository:
 - a status moves only by a compare-and-set from the statuses it may leave, and the answer is
   built from the row as the write left it (a reconciler or a cancel may have moved it first);
-- pay and expiry are the same compare-and-set with opposite deadline conditions, read by the
-  same transaction's clock: exactly one of them wins;
+- pay and expiry are the same compare-and-set with opposite deadline conditions, each judged
+  by the database's clock read in its own transaction (OrderWrite.clock: the hosts' clocks
+  differ, the database's is one for all): exactly one of them wins, whichever host runs it;
 - a write of the elected reconciler first moves the reconciler fence up to its (epoch, leader
   token), in the same transaction; a newer leader's pair there means this one was deposed:
   Superseded, nothing written;
 - a hold's clock starts when its deduction is confirmed: the move to AWAITING_PAYMENT sets its
-  deadline from the transaction's clock, so the buyer always gets the seconds they asked for.
+  deadline from the database's clock, so the buyer always gets the seconds they asked for,
+  on the clock their pay is judged by.
 """
 
 from __future__ import annotations
@@ -142,13 +144,14 @@ def finish(
     with store.writing() as write:
         if not write.finish_pending(order_id, status, reason, hold_for):
             return write.state(order_id)
+        deadline = write.deadline(hold_for)  # the one the move wrote (read once: cached)
         if confirmed is not None:
             record(write.conn, [confirmed])
         for short in shortfalls or []:
             write.record_shortfall(
                 order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
             )
-    return OrderState(order_id, status, reason, write.deadline(hold_for))
+    return OrderState(order_id, status, reason, deadline)
 
 
 @dataclass(frozen=True)
@@ -261,10 +264,12 @@ def settle(
 
 def pay(store: OrderStore, order_id: str) -> tuple[bool, OrderState]:
     """A hold paid before its deadline becomes CONFIRMED; the expiry's move is the same
-    compare-and-set with the opposite deadline condition: exactly one of them wins."""
+    compare-and-set with the opposite deadline condition, both by the database's clock
+    (whichever host each runs on): exactly one of them wins, and a pay answered paid is
+    never contradicted by an expiry, nor an expiry by a pay."""
     with store.writing() as write:
         paid = write.compare_and_set(
-            order_id, (AWAITING_PAYMENT,), CONFIRMED, "paid", due=False, paid_at=write.stamp
+            order_id, (AWAITING_PAYMENT,), CONFIRMED, "paid", due=False, paid_at=write.clock()
         )
         if paid:  # its units are no longer held: the stock service is told (hold_release)
             write.add_hold_release(order_id)
