@@ -18,7 +18,10 @@ of the order has its level at that moment replayed:
 - when one active location could fill all the other lines, they were all taken from the best
   such location;
 - else each of those lines that some location could fill alone was taken from one that could,
-  using no more locations than the fewest that cover them.
+  using no more locations than the fewest that cover them; past EXACT_LOCATIONS useful
+  locations (those that could each fill one of those lines alone), the rule's greedy cover,
+  replayed: the location that fills the most lines still open (the best priority among
+  equals), then the next, each line taken from the best location of that cover it fits.
 An order with a line that named no location and was filled with nothing has no ledger line for
 that goods id, so its level then is unknown: only its other lines are judged (the first list
 above), and the report counts such orders as not judged whole.
@@ -35,6 +38,7 @@ from itertools import combinations
 
 from inventory.check.ledger_replay import DEDUCTED, Ledger, replay
 from inventory.check.result import CheckResult
+from stock_service.core.allocation import EXACT_LOCATIONS
 
 Places = Mapping[str, tuple[int, bool]]  # location -> (priority, active)
 
@@ -126,6 +130,52 @@ def fewest(options: Sequence[set[str]]) -> int:
     return 0
 
 
+def greedy_cover(options: Sequence[set[str]], order: Sequence[str]) -> list[str]:
+    """The rule's cover past EXACT_LOCATIONS useful locations: the location that fills the
+    most lines still open (the best priority among equals), then the next; in priority
+    order."""
+    rank = {loc: i for i, loc in enumerate(order)}
+    open_lines = [o for o in options if o]
+    cover: list[str] = []
+    while open_lines:
+        best = max(
+            set().union(*open_lines),
+            key=lambda loc: (sum(loc in o for o in open_lines), -rank[loc]),
+        )
+        cover.append(best)
+        open_lines = [o for o in open_lines if best not in o]
+    return sorted(cover, key=rank.__getitem__)
+
+
+def cover_problems(
+    flag: str,
+    fitting: Mapping[str, list[str]],
+    used: Mapping[str, list[str]],
+    order: Sequence[str],
+) -> list[str]:
+    """Whether the lines that some location could fill alone (`fitting`: each one's locations)
+    used no more locations than the rule's cover: the fewest, searched exactly, up to
+    EXACT_LOCATIONS useful locations; past it, the greedy cover, replayed line by line."""
+    options = [set(f) for f in fitting.values()]
+    useful = set().union(*options) if options else set()
+    if len(useful) <= EXACT_LOCATIONS:
+        chosen = {used[g][0] for g in fitting if used[g]}
+        least = fewest(options)
+        if len(chosen) > least:
+            return [f"{flag}: {sorted(chosen)} used where {least} locations could do"]
+        return []
+    cover = greedy_cover(options, order)
+    problems = []
+    for g, fits in fitting.items():
+        want = next(loc for loc in cover if loc in fits)
+        if used[g] != [want]:
+            problems.append(
+                f"{flag}/{g}: past {EXACT_LOCATIONS} useful locations the greedy cover {cover} "
+                f"takes it from {want}, taken from {used[g]}"
+            )
+    return problems
+
+
 def order_problems(
     flag: str, lines: Mapping[str, Taken], asked: Asked, order: Sequence[str]
 ) -> tuple[list[str], bool]:
@@ -153,10 +203,8 @@ def order_problems(
         if len(lines[g].used) != 1 or lines[g].used[0] not in fits[g]:
             alone = f"{fits[g]} could fill it alone"
             problems.append(f"{flag}/{g}: {alone}, taken from {lines[g].used}")
-    chosen = {lines[g].used[0] for g in fitting if lines[g].used}
-    least = fewest([set(fits[g]) for g in fitting])
-    if len(chosen) > least:
-        problems.append(f"{flag}: {sorted(chosen)} used where {least} locations could do")
+    used = {g: lines[g].used for g in fitting}
+    problems += cover_problems(flag, {g: fits[g] for g in fitting}, used, order)
     return problems, True
 
 

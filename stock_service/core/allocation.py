@@ -9,8 +9,9 @@ The rule, in order:
    fill them all: the best such location (lowest priority number, then location id).
 3. Else **each line from one location** where one can fill it, using as few locations for the
    order as possible (an exact search of the smallest set of locations covering those lines,
-   ties going to the best priorities; beyond `EXACT_LOCATIONS` active locations, the greedy
-   choice of the location that fills the most lines still open, stated as such).
+   ties going to the best priorities; beyond `EXACT_LOCATIONS` useful locations, those that
+   can each fill one of those lines alone, the greedy choice of the location that fills the
+   most lines still open, stated as such).
 4. A line **is split** across locations only when no single location can fill it: it takes
    each active location's units in priority order until it is filled.
 
@@ -30,8 +31,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
-# More active locations than this and the smallest covering set is chosen greedily: the exact
-# search tries 2^n sets.
+# More useful locations than this (each able to fill one of the order's lines alone) and the
+# smallest covering set is chosen greedily: the exact search's cost, under the lock, grows as
+# 2^n. L5's checker (inventory/check/allocation_rule.py) applies the same switch.
 EXACT_LOCATIONS = 10
 
 
@@ -147,24 +149,62 @@ def _fitting(line: Line, ranked: Sequence[Location], available: Available) -> li
 
 def _fewest_locations(options: list[list[str]], ranked: Sequence[Location]) -> list[str]:
     """A smallest set of locations holding one option of every line, best priorities first
-    (each line then takes the best location of the set it fits)."""
+    (each line then takes the best location of the set it fits). Searched exactly among the
+    USEFUL locations (those that can fill one of the lines alone) when there are at most
+    EXACT_LOCATIONS of them, else chosen greedily: the cost under the lock is bounded by
+    2^EXACT_LOCATIONS x EXACT_LOCATIONS steps, or by lines x useful locations."""
     if not options:
         return []
-    order = [loc.location_id for loc in ranked]
-    useful = [loc for loc in order if any(loc in o for o in options)]
+    wanted = set().union(*options)
+    useful = [loc.location_id for loc in ranked if loc.location_id in wanted]
     if len(useful) <= EXACT_LOCATIONS:
-        for size in range(1, len(useful) + 1):
-            # combinations() of a ranked list come in order of their best priorities.
-            for subset in combinations(useful, size):
-                if all(any(loc in o for loc in subset) for o in options):
-                    return list(subset)
+        return _exact_cover(options, useful)
+    return _greedy_cover(options, useful)
+
+
+def _exact_cover(options: list[list[str]], useful: list[str]) -> list[str]:
+    """The first set, by size and then in combinations() order of the ranked `useful` (so in
+    order of their best priorities), that holds one option of every line. Each line is a
+    bit mask of its locations; `blocked[c]`: some line has all its options within the
+    locations of mask c, so a set whose complement is c misses that line (computed once for
+    every c, 2^n x n steps, instead of every line checked against every set)."""
+    n = len(useful)
+    bit = {loc: 1 << i for i, loc in enumerate(useful)}
+    full = (1 << n) - 1
+    blocked = [False] * (full + 1)
+    for option in options:
+        blocked[sum(bit[loc] for loc in option)] = True
+    for i in range(n):
+        step = 1 << i
+        for c in range(full + 1):
+            if c & step and blocked[c ^ step]:
+                blocked[c] = True
+    for size in range(1, n + 1):
+        # combinations() of a ranked list come in order of their best priorities.
+        for subset in combinations(range(n), size):
+            chosen = sum(1 << i for i in subset)
+            if not blocked[full & ~chosen]:
+                return [useful[i] for i in subset]
+    return list(useful)  # not reached: all the useful locations hold every line's option
+
+
+def _greedy_cover(options: list[list[str]], useful: list[str]) -> list[str]:
+    """The location that fills the most lines still open (the best priority among equals),
+    then the next, until every line is held; in priority order."""
+    covers = dict.fromkeys(useful, 0)  # each location: a bit per line it can fill alone
+    for line, option in enumerate(options):
+        for loc in option:
+            covers[loc] |= 1 << line
+    rank = {loc: i for i, loc in enumerate(useful)}
+    open_lines = (1 << len(options)) - 1
+    candidates = list(useful)
     cover: list[str] = []
-    open_lines = list(options)
     while open_lines:
-        best = max(useful, key=lambda loc: (sum(loc in o for o in open_lines), -order.index(loc)))
+        candidates = [loc for loc in candidates if covers[loc] & open_lines]
+        best = max(candidates, key=lambda loc: ((covers[loc] & open_lines).bit_count(), -rank[loc]))
         cover.append(best)
-        open_lines = [o for o in open_lines if best not in o]
-    return sorted(cover, key=order.index)
+        open_lines &= ~covers[best]
+    return sorted(cover, key=rank.__getitem__)
 
 
 def _split(line: Line, ranked: Sequence[Location], available: Available) -> list[Allocation]:
