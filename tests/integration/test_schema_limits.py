@@ -148,7 +148,7 @@ def exact_value(length: int, world: str, stem: str) -> str:
     case, an accent or a trailing space where the edge lets a value differ so (references: any
     unicode; Idempotency-Keys: printable ASCII), otherwise in its last character."""
     if length == REFERENCE:
-        first = f"PO-{stem} Café ☃ ".ljust(length - 1, "Ä") + " "
+        first = f"PO-{stem} Café Ä ".ljust(length - 1, "😀") + " "  # 4-byte UTF-8
     elif length == KEY:
         first = f"Key-{stem} ".ljust(length - 1, "k") + " "
     else:
@@ -174,7 +174,7 @@ def row(table: sa.Table, world: str, stem: str) -> dict[str, Any]:
             assert length is not None
             values[column.name] = exact_value(length, world, stem)
         elif kind_of == "reason":
-            values[column.name] = f"transfer t{stem} (Café ☃ ".ljust(CUT, "é")
+            values[column.name] = f"transfer t{stem} (Café ☃😀 ".ljust(CUT, "é")
         elif kind_of == "word":
             values[column.name] = max(WORDS[(table.name, column.name)], key=len)
         elif kind_of == "joined":
