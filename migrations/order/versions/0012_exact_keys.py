@@ -114,6 +114,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name in ("mysql", "mariadb"):
+        # The database's default collation again: refused if two keys written since differ
+        # only in case or a trailing space, or allocations pass 64 KiB.
         query = sa.text("SELECT @@character_set_database, @@collation_database")
         charset, collation = bind.execute(query).one()
         _mysql(charset, collation, f"TEXT CHARACTER SET {charset} COLLATE {collation}")

@@ -106,7 +106,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     bind = op.get_bind()
     if bind.dialect.name in ("mysql", "mariadb"):
-        # the database's default collation again; parts longer than 200 would not fit
+        # The database's default collation again: refused if two keys written since differ
+        # only in case, an accent or a trailing space, or a line's parts pass 200 characters.
         query = sa.text("SELECT @@character_set_database, @@collation_database")
         charset, collation = bind.execute(query).one()
         _mysql(charset, collation, f"VARCHAR(200) CHARACTER SET {charset} COLLATE {collation}")
