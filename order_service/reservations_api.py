@@ -58,7 +58,8 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
                 200: (
                     ReservationView,
                     "a repeat of an Idempotency-Key whose reservation was released, expired or "
-                    "consumed since (Idempotent-Replayed: true): nothing new held",
+                    "consumed since (Idempotent-Replayed: true): nothing new held; a held one "
+                    "past its expiresAt is expired by the repeat, its units given back",
                 ),
                 201: (
                     ReservationView,
