@@ -4,6 +4,7 @@ ZooKeeper reconnection."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -22,23 +23,27 @@ from shared.settings import Settings
 from shared.startup import SchemaOutOfDate
 from stock_service import tables as stock_tables
 from tests.conftest import make_settings, unique
+from tests.fresh_database import backend_of, fresh_database
 from tests.helpers import held_by_another_thread, running_services
 
 
-# These two start on an empty SQLite file of their own: they need no database of the session
-# (so they run once, not once per backend).
+@pytest.fixture
+def empty(database_url: str, tmp_path: Path) -> Iterator[str]:
+    """A database of the test's own, with no table, on the session database's backend: the
+    schema's reading and its migration at start-up are each backend's own DDL and catalog."""
+    yield from fresh_database(backend_of(database_url), tmp_path)
+
+
 def test_a_service_refuses_to_start_on_an_unmigrated_database(
-    tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess
+    empty: str, zk_server: ServerProcess, redis_server: ServerProcess
 ) -> None:
-    empty = f"sqlite:///{tmp_path / 'empty.db'}"
     with pytest.raises(SchemaOutOfDate, match="inventory migrate"):
         stock_service.create_app(make_settings(empty, zk_server, redis_server))
 
 
 def test_migrate_on_start_brings_the_database_to_head(
-    tmp_path: Path, zk_server: ServerProcess, redis_server: ServerProcess
+    empty: str, zk_server: ServerProcess, redis_server: ServerProcess
 ) -> None:
-    empty = f"sqlite:///{tmp_path / 'empty.db'}"
     settings = make_settings(empty, zk_server, redis_server, migrate_on_start=True)
     app = stock_service.create_app(settings)
     try:
