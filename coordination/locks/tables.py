@@ -1,9 +1,12 @@
 """The tables of the database lock backends, in the stock database (migrations stock_0002 and
-stock_0003)."""
+stock_0003; their names compare exactly on MySQL and MariaDB too since stock_0011, so goods ids
+`A` and `a` are two locks there as everywhere)."""
 
 from __future__ import annotations
 
-from sqlalchemy import BigInteger, Column, Double, Integer, MetaData, String, Table
+from sqlalchemy import BigInteger, Column, Double, Integer, MetaData, Table
+
+from shared.columns import Exact
 
 metadata = MetaData()
 
@@ -11,7 +14,7 @@ metadata = MetaData()
 lock_rows = Table(
     "lock_rows",
     metadata,
-    Column("name", String(80), primary_key=True),
+    Column("name", Exact(80), primary_key=True),
     Column("token", BigInteger, nullable=False),
 )
 
@@ -22,8 +25,8 @@ lock_keys = Table(
     "lock_keys",
     metadata,
     Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True),
-    Column("name", String(80), nullable=False, unique=True),
-    Column("holder", String(80), nullable=False),
+    Column("name", Exact(80), nullable=False, unique=True),
+    Column("holder", Exact(80), nullable=False),
     Column("expires_at", Double, nullable=False),  # seconds since the epoch, holder's clock
     sqlite_autoincrement=True,
 )
