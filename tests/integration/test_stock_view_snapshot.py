@@ -20,7 +20,7 @@ from shared.settings import Settings
 from stock_service.core.plan import Adjustment, Outcome
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
-from tests.integration.test_locations import stock_at
+from tests.integration.test_locations import deduct, stock_at
 
 
 @pytest.fixture
@@ -81,3 +81,36 @@ def test_a_restock_committed_between_the_answers_reads_never_shows_a_negative_de
     assert view["inTransit"] == 0
     final = s.stock.get(f"/stock/{goods}").json
     assert final["num"] == 20 + 5 * len(restocks)
+
+
+def test_deductions_at_a_named_location_never_show_a_default_that_is_not_there(
+    services: Services, north: str
+) -> None:
+    """The same, unforced: a hundred deductions from the named location commit while GET /stock
+    is read over and over; every answer has the default at 0 and the parts adding up."""
+    s = services
+    goods = unique()
+    stock_at(s, goods, {north: 100})
+    done = threading.Event()
+
+    def sell() -> None:
+        try:
+            for _ in range(100):
+                line = {"goodsId": goods, "goodsNum": 1, "location": north}
+                assert deduct(s, [line]).status_code == 200
+        finally:
+            done.set()
+
+    seller = threading.Thread(target=sell)
+    seller.start()
+    reads = 0
+    try:
+        while not done.is_set() or reads == 0:
+            view = s.stock.get(f"/stock/{goods}").json
+            parts = {p["location"]: (p["num"], p["held"]) for p in view["locations"]}
+            assert parts == {"default": (0, 0), north: (view["num"], 0)}, view
+            reads += 1
+    finally:
+        seller.join(60)
+    assert s.stock.get(f"/stock/{goods}").json["num"] == 0
+    assert reads > 1
