@@ -144,6 +144,7 @@ def test_a_batch_with_an_impossible_request_and_a_duplicate_deducts_the_others(
 def test_many_buyers_of_mixed_requests_are_accounted_exactly(
     settings: Settings, backend: str, batch_max: int
 ) -> None:
+    # SQLite alone: the database lock is refused there; the test proper runs on the servers
     if backend == "database" and settings.stock_database_url.startswith("sqlite"):
         with pytest.raises(ValueError, match="PostgreSQL or MySQL"):  # refused as a setting
             stock_service.create_app(settings.with_(lock_backend=backend))

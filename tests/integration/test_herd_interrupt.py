@@ -52,6 +52,7 @@ def test_an_interrupted_herd_stops_its_waiters_at_once(
         "stock_url": "http://127.0.0.1:1",
         "zk_hosts": zk_server.address,
         "redis_url": "redis://127.0.0.1:1/0",
+        # SQLite alone: the demo contends on ZooKeeper only; these URLs are never opened
         "order_database_url": "sqlite:///o.db",
         "stock_database_url": "sqlite:///s.db",
         "lock_backend": "zookeeper",

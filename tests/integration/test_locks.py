@@ -93,6 +93,7 @@ def locks(
 
 
 def test_database_locks_refuse_sqlite(tmp_path: Path) -> None:
+    # SQLite alone: the refusal of SQLite as the lock's database is the point
     with pytest.raises(ValueError, match="PostgreSQL or MySQL"):
         DatabaseLocks(make_engine(f"sqlite:///{tmp_path / 'x.db'}"))
 

@@ -124,6 +124,7 @@ def test_the_relay_goes_on_after_any_error_and_publishes_what_came_after(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="relay")
+    # SQLite alone: it proves the loop outlives errors (the servers' own, injected), not its SQL
     url = f"sqlite:///{tmp_path / 'stock.db'}"
     migrations.upgrade(url, "stock")
     settings = Settings(
@@ -167,6 +168,7 @@ def test_the_reconciler_goes_on_after_any_error_and_passes_again(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     caplog.set_level(logging.INFO, logger="reconciler")
+    # SQLite alone: it proves the loop outlives errors (the servers' own, injected), not its SQL
     url = f"sqlite:///{tmp_path / 'order.db'}"
     migrations.upgrade(url, "order")
     settings = make_settings(

@@ -63,6 +63,7 @@ def test_a_deposed_leaders_write_is_refused_by_the_fence(database_url: str) -> N
 def reconciler_settings(
     tmp_path: Path, zk_server: ServerProcess, etcd_server: ServerProcess
 ) -> Settings:
+    # SQLite alone: the elections are under test; the fence's SQL is tested above on all three
     url = f"sqlite:///{tmp_path / 'order.db'}"
     import migrations
 

@@ -41,6 +41,7 @@ class World:
 
     def __init__(self, tmp: Path, backend: str, redis: ServerProcess) -> None:
         self.tmp, self.backend = tmp, backend
+        # SQLite alone: ZooKeeper's and etcd's faults are under test; the rows only wait here
         url = f"sqlite:///{tmp / 'world.db'}"
         migrations.upgrade(url, "order")
         migrations.upgrade(url, "stock")

@@ -174,8 +174,7 @@ def test_a_relay_that_dies_before_marking_sends_again_and_the_consumer_sees_each
     assert once_in_order(events, goods) == list(range(1, 11))
 
 
-# SQLite alone: Redis's replication is under test; the rows are marked by the same UPDATE the
-# test above runs on each backend.
+# SQLite alone: Redis's replication is under test; the mark's UPDATE is tested above on all three
 @pytest.mark.parametrize("database_url", ["sqlite"], indirect=True)
 def test_events_are_marked_sent_only_once_a_replica_has_them(
     relay_settings: Settings, tmp_path: Path

@@ -41,6 +41,7 @@ def reduce(s: Services, flag: str, lines: list[tuple[str, int]]) -> tuple[int, d
 def test_eighty_buyers_never_oversell_twenty_units(
     settings: Settings, backend: str, scope: str, batch_max: int
 ) -> None:
+    # SQLite alone: the database lock is refused there; the test proper runs on the servers
     if backend == "database" and settings.stock_database_url.startswith("sqlite"):
         with pytest.raises(ValueError, match="PostgreSQL or MySQL"):  # refused as a setting
             stock_service.create_app(settings.with_(lock_backend=backend))
