@@ -287,9 +287,12 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                 f"{d.settings.max_stock_level} (MAX_STOCK_LEVEL): nothing changed"
             )
             raise ApiError(409, message)
-        row = d.store.level(goodsId)
-        assert row is not None
-        return jsonify({"goodsId": goodsId, "num": row["num"], "seedVersion": row["seed_version"]})
+        # The level and version the set left, from its own commit: a read after it could
+        # show a deduction committed since.
+        [entry] = decision.entries
+        return jsonify(
+            {"goodsId": goodsId, "num": entry.level_after, "seedVersion": entry.seed_version}
+        )
 
     add_health_route(bp, lambda: deps().health(), "the database, Redis and the lock service")
     return bp
