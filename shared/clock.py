@@ -33,3 +33,19 @@ def database_now(conn: Connection) -> datetime:
         return datetime.fromisoformat(value)
     assert isinstance(value, datetime)
     return value.replace(tzinfo=None)
+
+
+# Seconds since the epoch by the database's clock, for expiries kept as numbers (the unique-key
+# lock's rows). MySQL's UNIX_TIMESTAMP(NOW(6)) converts back through the session's time zone,
+# so it is the epoch whatever that zone is.
+_EPOCH = {
+    "postgresql": "SELECT extract(epoch from clock_timestamp())",
+    "mysql": "SELECT UNIX_TIMESTAMP(NOW(6))",
+    "mariadb": "SELECT UNIX_TIMESTAMP(NOW(6))",
+    "sqlite": "SELECT (julianday('now') - 2440587.5) * 86400.0",
+}
+
+
+def database_epoch(conn: Connection) -> float:
+    """The database's time now, in seconds since the epoch."""
+    return float(conn.execute(text(_EPOCH[conn.dialect.name])).scalar_one())

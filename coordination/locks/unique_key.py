@@ -12,9 +12,14 @@ The seed's method has two flaws, and this backend carries the seed's fixes for b
 
 Unlike LOCK_BACKEND=database, nothing stays open while the name is held: the insert commits at
 once, so SQLite works too. Waiting is polling (inserts retried with a growing pause), so a hot
-name costs the database one failed insert per waiter per poll. Expiry times are epoch seconds
-from the holders' clocks: holders on different machines must agree on the time to within the
-TTL's margin, and where they do not, the fence is what keeps a stale write out.
+name costs the database one failed insert per waiter per poll. Expiry times are epoch seconds:
+a holder paused past its expiry is overlapped, and the fence is what keeps its stale write
+out.
+
+One clock: every row's expiry is set and compared by the database's clock (shared/clock.py),
+never by a holder's, so a waiter whose clock runs ahead does not clean a row before its
+expiry and take a name that is still held. A holder counts its own time from just before its
+insert on its monotonic clock, so it believes its hold over no later than the row expires.
 """
 
 from __future__ import annotations
@@ -23,13 +28,13 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 
 from sqlalchemy import Engine, delete, insert, select
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from coordination.locks.base import LockBackend, LockUnavailable, SequentialClaim
 from coordination.locks.tables import lock_keys
+from shared.clock import database_epoch
 
 
 def holder_name() -> str:
@@ -46,22 +51,22 @@ class UniqueKeyLocks(LockBackend):
         ttl: float = 10.0,
         poll_interval: float = 0.002,
         max_poll_interval: float = 0.05,
-        clock: Callable[[], float] = time.time,
     ) -> None:
         self.engine = engine
         self.ttl = ttl
         self.poll_interval = poll_interval
         self.max_poll_interval = max_poll_interval
-        self.clock = clock
 
     def new_claim(self, names: list[str]) -> UniqueKeyClaim:
         return UniqueKeyClaim(self, names)
 
     def try_insert(self, name: str) -> tuple[int, float] | None:
-        """One attempt: (the row's id, its expiry) if this insert took the name, else None."""
-        expires_at = self.clock() + self.ttl
+        """One attempt: (the row's id, the holder's own end of it on its monotonic clock) if
+        this insert took the name, else None."""
+        held_until = time.monotonic() + self.ttl
         try:
             with self.engine.begin() as conn:
+                expires_at = database_epoch(conn) + self.ttl
                 result = conn.execute(
                     insert(lock_keys).values(name=name, holder=holder_name(), expires_at=expires_at)
                 )
@@ -73,18 +78,18 @@ class UniqueKeyLocks(LockBackend):
                 return None
             raise LockUnavailable("database", type(exc.orig).__name__) from exc
         assert row_id is not None
-        return int(row_id), expires_at
+        return int(row_id), held_until
 
     def clean_expired(self, name: str) -> int:
         """Delete the rows of `name` past their expiry: the cleaner. Returns how many went. A
         row is only ever deleted by its holder or once expired. A plain read comes first: a
         DELETE takes locks even when it finds nothing, and waiters poll often."""
-        now = self.clock()
-        expired = select(lock_keys.c.id).where(
-            lock_keys.c.name == name, lock_keys.c.expires_at < now
-        )
         try:
             with self.engine.begin() as conn:
+                now = database_epoch(conn)
+                expired = select(lock_keys.c.id).where(
+                    lock_keys.c.name == name, lock_keys.c.expires_at < now
+                )
                 ids = list(conn.execute(expired).scalars())
                 if not ids:
                     return 0
@@ -131,7 +136,8 @@ class UniqueKeyClaim(SequentialClaim):
     def __init__(self, locks: UniqueKeyLocks, names: list[str]) -> None:
         super().__init__(names)
         self.locks = locks
-        self.rows: dict[str, tuple[int, float]] = {}  # name -> (row id, expires_at)
+        # name -> (row id, the end of the hold on this holder's monotonic clock)
+        self.rows: dict[str, tuple[int, float]] = {}
 
     def take(self, name: str, timeout: float) -> tuple[int | None, str] | None:
         deadline = time.monotonic() + timeout
@@ -155,5 +161,5 @@ class UniqueKeyClaim(SequentialClaim):
             self.locks.delete_row(taken[0])
 
     def still_held(self) -> bool:
-        now = self.locks.clock()
-        return all(now < expires_at for _, expires_at in self.rows.values())
+        now = time.monotonic()
+        return all(now < held_until for _, held_until in self.rows.values())
