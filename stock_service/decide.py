@@ -60,7 +60,7 @@ from stock_service.core import (
     Request,
     batch_writes,
 )
-from stock_service.core.unfenced import renumber
+from stock_service.core.unfenced import renumber, renumber_give_ups
 from stock_service.core.writes import attach_flows
 from stock_service.location_store import write_moves, write_named
 from stock_service.store import BatchRead, StockStore, StockWrite
@@ -262,6 +262,7 @@ def _apply(
             writes.fills,
         )
         renumber(moved, writes.decisions, *rows)
+        renumber_give_ups(moved, writes.plan.backorders)
     write.add_flows(writes.flows)
     deducted = writes.deducted
     write.add_decisions(

@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from stock_service.core.backorders import Backorders
 from stock_service.core.plan import Decision
 
 # The columns that hold a ledger line's seq: `seq` (flows, returns, adjustments, stock events,
@@ -48,3 +49,14 @@ def renumber(
             for column in SEQ_COLUMNS:
                 if column in row:
                     row[column] += offset
+
+
+def renumber_give_ups(moved: Mapping[str, int], backorders: Backorders | None) -> None:
+    """A line that gave up its place keeps where in the ledger it left (`gave_up_after`: the
+    goods id's last seq then), which moves with the goods id's other lines."""
+    if backorders is None:
+        return
+    for key, after in backorders.gave_up_after.items():
+        offset = moved.get(key[1])
+        if offset:
+            backorders.gave_up_after[key] = after + offset

@@ -3,7 +3,8 @@ holds a ledger line's seq: a waiting line's `position` as well as the other rows
 
 from __future__ import annotations
 
-from stock_service.core.unfenced import renumber
+from stock_service.core.backorders import Backorders
+from stock_service.core.unfenced import renumber, renumber_give_ups
 
 
 def test_renumbering_moves_a_waiting_lines_position_and_a_hand_overs_seq() -> None:
@@ -12,3 +13,11 @@ def test_renumbering_moves_a_waiting_lines_position_and_a_hand_overs_seq() -> No
     other = [{"flag": "h", "goods_id": "other", "position": 7}]
     renumber({"g": 2}, [], waiting, fills, other)
     assert (waiting[0]["position"], fills[0]["seq"], other[0]["position"]) == (5, 6, 7)
+
+
+def test_renumbering_moves_where_a_given_up_line_left_the_ledger() -> None:
+    lines = Backorders.of({}, {}, {})
+    lines.gave_up_after.update({("f", "g"): 4, ("h", "other"): 9})
+    renumber_give_ups({"g": 3}, lines)
+    assert lines.gave_up_after == {("f", "g"): 7, ("h", "other"): 9}
+    renumber_give_ups({"g": 3}, None)  # a plan without backorders: nothing to move
