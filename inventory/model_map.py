@@ -86,7 +86,7 @@ ACTIONS: dict[str, str] = {
     "reconciler: undecided past RECONCILE_VOID_AFTER, the flag voided (PUT /voidFlag)": (
         "order_service.stock_client.StockClient.void"
     ),
-    "the status compare-and-set with the deadline by the transaction's clock (pay, expiry)": (
+    "the status compare-and-set with the deadline by the order database's clock (pay, expiry)": (
         "order_service.store.OrderWrite.compare_and_set"
     ),
     "expiry: the holds past their deadline, and the CANCELLING orders, paged": (
@@ -240,7 +240,7 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "a move from held: the state's compare-and-set in its own transaction": (
         "order_service.reservation_store.compare_and_set"
     ),
-    "a move with its deadline by the transaction's clock (due)": (
+    "a move with its deadline by the order database's clock (due)": (
         "order_service.reservation_store.ReservationStore.move"
     ),
     "consume: held -> consumed before the deadline, and the order, one transaction": (

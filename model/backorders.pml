@@ -634,7 +634,7 @@ inline balanced() {
 
 /* The reservation from held to `to`: the compare-and-set of its state, in its own transaction
    of the order database (`due`: expire only past the deadline, consume only before it, by the
-   transaction's clock). With NO_STATE_CAS (or EXPIRY_NO_CAS, the expiry's) the write is made on
+   order database's clock). With NO_STATE_CAS (or EXPIRY_NO_CAS, the expiry's) the write is made on
    the state the route or the page read before (`st0`, held), whatever the state is now. */
 inline move_from_held(to, due) {
 #if defined(NO_STATE_CAS)

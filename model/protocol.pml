@@ -650,7 +650,7 @@ proctype buyer(byte o; byte first; byte attempts) {
        break
     od;
     /* Then the buyer of A, a hold, may pay it (transitions.pay: a compare-and-set from
-       AWAITING before its deadline, by the transaction's clock), maybe after a reconciler
+       AWAITING before its deadline, by the order database's clock), maybe after a reconciler
        settled it, or cancel it; the buyer of B may cancel it once it is CONFIRMED
        (Cancellation.cancel): a compare-and-set to CANCELLING, the stock service's return (a
        call served by a stock worker), then CANCELLED (a compare-and-set from CANCELLING). A
@@ -865,7 +865,7 @@ proctype admin() {
 
 /* The elected reconciler's passes over holds (reconcile.py's other pages): an order AWAITING
    payment past its deadline is expired (Cancellation.expire: a compare-and-set AWAITING ->
-   CANCELLING whose condition has the deadline passed by the transaction's clock, then its
+   CANCELLING whose condition has the deadline passed by the order database's clock, then its
    stock returned like a cancel's, under the lock and the fence, then CANCELLED); an order
    CANCELLING (a return refused by the fence, or at work for its buyer's cancel) has its
    return asked again. A process of its own in the model, not the reconciler's: its writes are

@@ -41,7 +41,8 @@ class Outcome(enum.StrEnum):
     UNAVAILABLE = "unavailable"
     # An adjustment (POST /stock/{goodsId}/adjustments, an admin route): made; refused because
     # the level was not the one the caller expected; refused because it would go below zero,
-    # or above MAX_STOCK_LEVEL.
+    # or be raised above MAX_STOCK_LEVEL (returns and transfers received may leave a level
+    # above it; every change that lowers or keeps such a level is still taken).
     ADJUSTED = "adjusted"
     STALE = "stale"
     BELOW_ZERO = "below_zero"
