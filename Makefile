@@ -1,7 +1,7 @@
 # The two commands of the README: `make demo` and `make test` (`make test-quick` runs a part of
 # it). Each sets up what is missing: the virtual environment, this package, and (as root, via
 # apt-get) the servers it starts (ZooKeeper, Redis, etcd, haproxy, nftables; for the tests also
-# chromium and prometheus).
+# chromium, prometheus and faketime, whose libfaketime skews the chaos cluster's clocks).
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin

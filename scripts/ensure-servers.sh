@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the system servers the stack and the tests start processes of (ZooKeeper, Redis, etcd), and
-# what the cluster's load tests need (haproxy, nftables, iproute2), through apt-get when run as root;
+# what the cluster's load tests need (haproxy, nftables, iproute2; faketime for its chaos runs'
+# skewed clocks), through apt-get when run as root;
 # otherwise says what to install. Idempotent. With --test also what only the tests use:
 # Debian's chromium, which the dashboard test drives with playwright (playwright cannot
 # download a browser of its own here), and Debian's prometheus, which `inventory up --monitoring`
@@ -24,6 +25,9 @@ if { [ "${1:-}" = "--test" ] || [ "${1:-}" = "--cluster" ]; }; then
   command -v redis-sentinel >/dev/null 2>&1 || need+=(redis-sentinel)
   command -v keepalived >/dev/null 2>&1 || need+=(keepalived)
   [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
+  # faketime (libfaketime): chaos runs each order and stock host on a clock of its own
+  # (inventory/cluster/skew.py preloads the library); its tests check a host's clock is shifted.
+  compgen -G '/usr/lib/*/faketime/libfaketime.so.1' >/dev/null || need+=(faketime)
 fi
 if ! command -v java >/dev/null 2>&1 || [ ! -f /usr/share/java/zookeeper.jar ]; then need+=(zookeeper); fi
 if ! command -v redis-server >/dev/null 2>&1; then need+=(redis-server); fi

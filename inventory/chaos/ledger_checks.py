@@ -4,9 +4,14 @@ HA  an adjustment's answer holds: one answered 201 has exactly one ledger entry 
     `reference`) with the delta, seq and level after it was told; one refused (409 stale or
     below zero, any 4xx) has none; one with no answer or a 5xx has at most one; no entry of the
     run's references that the operator did not send;
-H4  fencing tokens never go backwards: per goods id, flows in commit order carry non-decreasing
-    tokens, and the row's token is at least its newest flow's (checker.py says it with the
-    others);
+H4  fencing tokens never go backwards: per goods id, flows in commit order (their ledger seq)
+    carry non-decreasing tokens, and the row's token is at least its newest flow's (checker.py
+    says it with the others);
+I8  its order part, by the ledger (returns_out_of_order, which checker.py joins to the rest of
+    I8): a return comes after a deduction of its flag's goods id, or undoes a hand-over.
+Commit order is the ledger's seq, never `created_at`: each stock host stamps its rows with its
+own clock, and in a chaos run each runs on a clock of its own (clocks.py), up to 4 s apart: a
+return written by a host behind is stamped before the deduction a host ahead wrote earlier.
 I10 the stock events a consumer got through the faults (stream_consumer.py): every outbox row of
     the run's goods exactly once after dropping repeats, in ledger order per goods id, the
     levels replaying to the final ones (inventory/check/events.py, the same check as
@@ -18,7 +23,8 @@ from __future__ import annotations
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any
 
 from sqlalchemy import Engine, select
 
@@ -27,7 +33,13 @@ from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.chaos.verdict import UNKNOWN, VALID, VIOLATED, Verdict, violated_if
 from inventory.check.events import check_events
 from inventory.check.events_source import read_outbox, wait_until_sent
-from stock_service.tables import stock, stock_adjustment, stock_flow
+from stock_service.tables import (
+    backorder_fill,
+    stock,
+    stock_adjustment,
+    stock_flow,
+    stock_return,
+)
 
 SEND_WAIT = 60.0  # seconds the relays get to send the run's last rows after the settlement
 RECEIVE_WAIT = 30.0  # and the consumer to receive them
@@ -160,7 +172,12 @@ def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
         flows = conn.execute(
             select(stock_flow.c.goods_id, stock_flow.c.fence, stock_flow.c.id)
             .where(stock_flow.c.goods_id.like(like), stock_flow.c.fence.is_not(None))
-            .order_by(stock_flow.c.goods_id, stock_flow.c.created_at, stock_flow.c.fence)
+            .order_by(
+                stock_flow.c.goods_id,
+                stock_flow.c.seq.nulls_first(),  # rows from before the ledger came first
+                stock_flow.c.created_at,
+                stock_flow.c.fence,
+            )
         ).all()
         found = conn.execute(
             select(stock.c.goods_id, stock.c.fence).where(stock.c.goods_id.like(like))
@@ -183,4 +200,66 @@ def fences_never_go_back(stock_engine: Engine, prefix: str) -> Verdict:
         violated_if(bad),
         f"{len(flows)} fenced flows on {len(newest)} goods ids; {len(bad)} out of order",
         bad[:20],
+    )
+
+
+def returns_out_of_order(stock_engine: Engine, prefix: str) -> list[str]:
+    """I8's order part by the ledger: each return of a flag's goods id whose flag never took
+    that goods id (no flow, no hand-over), or took it at a later ledger entry than the
+    return's; by `created_at` only where a row has no seq (before the ledger)."""
+    like = f"{prefix}%"
+    taken: dict[tuple[str, str], list[tuple[Any, Any]]] = defaultdict(list)
+    with stock_engine.connect() as conn:  # one transaction: the reconcilers may still write
+        for f in conn.execute(
+            select(
+                stock_flow.c.flag, stock_flow.c.goods_id, stock_flow.c.seq, stock_flow.c.created_at
+            ).where(stock_flow.c.goods_id.like(like))
+        ):
+            taken[(f.flag, f.goods_id)].append((f.seq, f.created_at))
+        handed = {
+            (h.flag, h.goods_id)
+            for h in conn.execute(
+                select(backorder_fill.c.flag, backorder_fill.c.goods_id).where(
+                    backorder_fill.c.goods_id.like(like)
+                )
+            )
+        }
+        returns = conn.execute(
+            select(
+                stock_return.c.flag,
+                stock_return.c.goods_id,
+                stock_return.c.seq,
+                stock_return.c.created_at,
+            ).where(stock_return.c.goods_id.like(like))
+        ).all()
+    bad: list[str] = []
+    for r in returns:
+        flows = taken.get((r.flag, r.goods_id), [])
+        if not flows and (r.flag, r.goods_id) not in handed:
+            bad.append(f"{r.flag}/{r.goods_id}: returned at seq {r.seq}, never taken")
+        for seq, at in flows:
+            by_seq = seq is not None and r.seq is not None
+            if (seq > r.seq) if by_seq else (at > r.created_at):
+                bad.append(
+                    f"{r.flag}/{r.goods_id}: deducted at seq {seq}, returned at seq {r.seq}"
+                    if by_seq
+                    else f"{r.flag}/{r.goods_id}: deducted at {at}, returned at {r.created_at}"
+                )
+    return bad
+
+
+def with_returns_in_ledger_order(i8: Verdict, stock_engine: Engine, prefix: str) -> Verdict:
+    """I8 (inventory.check, read with no return times) with its order part judged by the
+    ledger (returns_out_of_order)."""
+    try:
+        bad = returns_out_of_order(stock_engine, prefix)
+    except Exception as exc:  # the databases unreachable after the heal: not judged
+        not_judged = UNKNOWN if i8.verdict == VALID else i8.verdict
+        why = f"{i8.detail}; the ledger's order not read: {type(exc).__name__}: {exc}"
+        return replace(i8, verdict=not_judged, detail=why)
+    detail = f"{i8.detail}; {len(bad)} returns before their deduction in the ledger (by seq)"
+    if not bad:
+        return replace(i8, detail=detail)
+    return replace(
+        i8, verdict=VIOLATED, detail=detail, counterexamples=(bad + i8.counterexamples)[:20]
     )

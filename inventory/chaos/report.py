@@ -175,6 +175,22 @@ def markdown(table: Sequence[WindowRow], verdicts: Sequence[Verdict]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def clocks_markdown(summary: dict[str, Any]) -> str:
+    """Each host's clock in the run (inventory/chaos/clocks.py): the offset asked, what its
+    answers' Date headers said, its processes under libfaketime; "" when all were true."""
+    observed = summary.get("clocks")
+    if not observed:
+        return ""
+    lines = ["", "| host | clock offset s | measured s | processes under libfaketime |"]
+    lines.append("|---|---|---|---|")
+    for name, row in observed["hosts"].items():
+        offset = "true clock" if row["offset_s"] is None else f"{row['offset_s']:+.1f}"
+        seen = row.get("measured_s")
+        measured = f"{seen[0]:+.2f} .. {seen[1]:+.2f}" if seen else ""
+        lines.append(f"| {name} | {offset} | {measured} | {row['under_faketime']} |")
+    return "\n".join(lines) + "\n"
+
+
 def write(
     folder: Path,
     summary: dict[str, Any],
@@ -191,7 +207,7 @@ def write(
         "verdicts": [asdict(v) for v in verdicts],
     }
     (folder / "report.json").write_text(json.dumps(data, indent=2))
-    (folder / "report.md").write_text(markdown(table, verdicts))
+    (folder / "report.md").write_text(markdown(table, verdicts) + clocks_markdown(summary))
     timeline(ops, windows, folder / "timeline.png")
 
 

@@ -9,7 +9,8 @@ reconcilers (two, on the order hosts) settle what the faults left PENDING, and t
 an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing is settled by
 the run itself. Beside the buyers: an operator adjusts levels (restocks.py), a consumer reads
 the stock events through the faults (stream_consumer.py): stock_side.py; a reserver holds carts
-(reservations.py). Then the checks: checker.py, stock_side.py, backorder_checks.py.
+(reservations.py). Each order and stock host runs on a clock of its own (clocks.py). Then the
+checks: checker.py, stock_side.py, backorder_checks.py.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import httpx
 from inventory.chaos import (
     backorder_checks,
     checker,
+    clocks,
     ha_faults,
     history,
     intruder,
@@ -41,7 +43,7 @@ from inventory.chaos import (
 from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
 from inventory.chaos.workload import NORMAL, Workload, make_goods
-from inventory.cluster import deploy, pg_ha, topology
+from inventory.cluster import deploy, pg_ha, skew, topology
 from shared.db import make_engine, utcnow
 
 # Orders/s this cluster takes on this machine under the chaos load: 24.5 in the last full run
@@ -65,6 +67,7 @@ class ChaosConfig:
     settings: dict[str, str] = field(default_factory=dict)  # LOCK_BACKEND, FENCING for the run
     seed: int = 1
     folder: Path = Path("chaos-report")
+    skew: bool = True  # each order and stock host on its own clock (clocks.py)
 
 
 def run_chaos(config: ChaosConfig, say: Callable[[str], None] = print) -> dict[str, Any]:
@@ -74,31 +77,19 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], None] = print) -> dict[s
     state = deploy.load_state()
     if state is None or not all(p.alive() for p in state.procs.values()):
         raise ChaosError("no cluster running: start one with `inventory cluster up`")
-    own = dict(state.settings)
-    asked = {**own, **config.settings}
-    if asked != own:
-        say(f"restarting the replicas with {config.settings} for this run")
-        deploy.restart_services(state, asked)
-    # Settings a scheduled fault needs on the stock replicas (FAULT_INJECTION for
-    # slow-first-attempts): for this run only; a run without such a fault starts them without
-    # (also after a run that crashed with them on).
-    stock = {k: v for f in config.faults for k, v in nemesis.FAULTS[f].stock_settings.items()}
-    if deploy.stock_settings_added(state) != stock:
-        say(f"restarting the stock replicas with {stock or 'the cluster settings'} for this run")
-        deploy.restart_stock_replicas(state, stock)
     try:
-        return _run(state, config, say)
-    finally:
-        nemesis.heal_everything(state)
-        if asked != own:
-            deploy.restart_services(state, own)  # the stock replicas with nothing added, too
-        elif stock:
-            say("restarting the stock replicas as the cluster runs them (FAULT_INJECTION off)")
-            deploy.restart_stock_replicas(state, {})
+        offsets = clocks.offsets_for(config.skew, config.seed)
+    except skew.SkewError as exc:  # libfaketime missing: the message names the package
+        raise ChaosError(str(exc)) from exc
+    with clocks.as_the_run_asks(state, config.settings, config.faults, offsets, say) as told:
+        return _run(state, config, say, told)
 
 
 def _run(
-    state: deploy.ClusterState, config: ChaosConfig, say: Callable[[str], None]
+    state: deploy.ClusterState,
+    config: ChaosConfig,
+    say: Callable[[str], None],
+    told: dict[str, Any],
 ) -> dict[str, Any]:
     rng = random.Random(config.seed)
     # Hot goods ids sell out about halfway through the run at the expected rate (demand per
@@ -116,7 +107,7 @@ def _run(
     )
     side = StockSide(state, goods, config.seed)
     try:
-        return _under_load(state, config, say, rng, goods, side)
+        return _under_load(state, config, say, rng, goods, side, told)
     finally:
         side.close()
 
@@ -128,6 +119,7 @@ def _under_load(
     rng: random.Random,
     goods: Any,
     side: StockSide,
+    told: dict[str, Any],
 ) -> dict[str, Any]:
     side.open()  # the events' consumer, then the seeds
     load = Workload(
@@ -230,6 +222,7 @@ def _under_load(
         if goods.located:
             say(f"{load.now():6.1f} s  {_locations_said(placed, side.summary()['transfers'])}")
         verdicts += backorder_checks.judge(order_engine, stock_engine, reserver, owed)
+        verdicts += clocks.verdicts(told)
         say(f"{load.now():6.1f} s  {backorder_checks.said(owed)}")
     finally:
         order_engine.dispose()
@@ -253,6 +246,7 @@ def _under_load(
         "located_orders": placed.get("orders", {}),
         "split_lines": placed.get("splits"),
         **owed,  # backorders and reservations: backorder_checks.py
+        **told,  # each host's clock: clocks.py
     }
     if "intruder" in config.faults:
         summary["intruder"] = intruder.summary(ha_faults.attempts)

@@ -26,6 +26,7 @@ from inventory.cluster import (
     pg_ha,
     pg_roles,
     redis_ha,
+    skew,
     tls,
     topology,
     zk_acl,
@@ -57,6 +58,9 @@ class ClusterState:
     # ms added each way on the links to PostgreSQL and between its hosts (delay_proxy.py);
     # None: no proxy in the path
     link_delay_ms: float | None = None
+    # Each skewed host's clock offset in seconds (skew.py: its programs under libfaketime);
+    # empty: every host on the true clock
+    skew: dict[str, float] = field(default_factory=dict)
 
     def save(self) -> None:
         path = Path(self.home, STATE_FILE)
@@ -193,8 +197,7 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
         f"Redis {redis_ha.primary(secrets).name} primary with a replica, 3 sentinels; "  # type: ignore[union-attr]
         f"{balancers.vip_holder()} holds {topology.VIP}"
     )
-    start_services(state)
-    wait_replicas_healthy(state)
+    _replace(state, _services(state, {}))
     say(
         "2 stock and 2 order replicas healthy behind haproxy; "
         f"{len(topology.RECONCILERS)} elected reconcilers on the order hosts, "
@@ -208,57 +211,78 @@ def start(state: ClusterState, proc: Proc) -> None:
     state.save()
 
 
-def start_services(state: ClusterState) -> None:
-    """The replicas of both services, the elected reconcilers on the order hosts and the
-    elected relays of the stock events on the stock hosts."""
-    home = Path(state.home)
-    for replica in topology.by_role("stock") + topology.by_role("order"):
-        start(state, nodes.service(replica, home, state.settings, state.workers, state.threads))
+def on_its_clock(state: ClusterState, proc: Proc) -> Proc:
+    """The program with its host's clock offset (state.skew; skew.py), when it has one."""
+    offset = state.skew.get(proc.host)
+    if offset is not None:
+        proc.env.update(skew.env(offset))
+    return proc
+
+
+def _services(state: ClusterState, stock_added: dict[str, str]) -> list[Proc]:
+    """The replicas of both services (the stock ones with `stock_added` on top of the
+    settings), the elected reconcilers on the order hosts and the elected relays of the stock
+    events on the stock hosts, each on its host's clock."""
+    home, own = Path(state.home), state.settings
+    Settings.from_env({**nodes.base_env({**own, **stock_added}), **state.secrets.env_for("stock")})
+    shape = (state.workers, state.threads)
+    procs = [
+        nodes.service(h, home, {**own, **stock_added} if h.role == "stock" else own, *shape)
+        for h in topology.by_role("stock") + topology.by_role("order")
+    ]
     for name, on in topology.RECONCILERS.items():
-        start(state, nodes.reconciler(name, topology.host(on), home, state.settings))
+        procs.append(nodes.reconciler(name, topology.host(on), home, own))
     for name, on in topology.RELAYS.items():
-        start(state, nodes.relay(name, topology.host(on), home, state.settings))
+        procs.append(nodes.relay(name, topology.host(on), home, own))
+    return [on_its_clock(state, p) for p in procs]
 
 
-def restart_services(state: ClusterState, settings: dict[str, str]) -> None:
-    """The replicas again with other settings (chaos with another lock or without fencing)."""
-    replicas = [h.name for h in topology.HOSTS if h.role in ("stock", "order")]
-    for name in [*replicas, *topology.RECONCILERS, *topology.RELAYS]:
-        if name in state.procs:
-            state.procs[name].kill()
+def _replace(state: ClusterState, procs: list[Proc]) -> None:
+    """Those programs killed, then started again as given, at once; then healthy."""
+    for proc in procs:
+        if proc.name in state.procs:
+            state.procs[proc.name].kill()
+    for proc in procs:
+        start(state, proc)
+    wait_replicas_healthy(state)
+
+
+def restart_services(
+    state: ClusterState,
+    settings: dict[str, str],
+    stock_added: dict[str, str] | None = None,
+    clocks: dict[str, float] | None = None,
+) -> None:
+    """Every program of ours again: with other settings (chaos with another lock or without
+    fencing), `stock_added` on the stock replicas (FAULT_INJECTION), each host on the clock
+    `clocks` gives it (host -> offset; None: as they are; {}: every host on the true clock)."""
     state.settings = {k: v for k, v in settings.items() if v is not None}
     for role in ROLES:
         Settings.from_env({**nodes.base_env(state.settings), **state.secrets.env_for(role)})
-    start_services(state)
-    wait_replicas_healthy(state)
+    if clocks is not None:
+        state.skew = dict(clocks)
+    _replace(state, _services(state, stock_added or {}))  # libfaketime missing: before a kill
 
 
 def stock_settings_added(state: ClusterState) -> dict[str, str]:
     """What the stock replicas run with on top of the cluster's settings (a chaos run's
-    FAULT_INJECTION), from the state file: {} as `up` started them."""
+    FAULT_INJECTION), from the state file: {} as `up` started them. A host's clock (skew.py)
+    is not a setting."""
     base = {**nodes.base_env(state.settings), "PROMETHEUS_MULTIPROC_DIR": ""}
     added: dict[str, str] = {}
     for replica in topology.by_role("stock"):
         proc = state.procs.get(replica.name)
         if proc is not None:
-            added.update({k: v for k, v in proc.env.items() if k not in base})
+            added.update({k: v for k, v in proc.env.items() if k not in {*base, *skew.ENV_KEYS}})
     return added
 
 
 def restart_stock_replicas(state: ClusterState, added: dict[str, str]) -> None:
     """The stock replicas again, with `added` on top of the cluster's settings (a chaos fault
     that needs the stock service's fault points: FAULT_INJECTION=true), or, with {}, as `up`
-    started them. The order replicas and the reconcilers keep running."""
-    home = Path(state.home)
-    settings = {**state.settings, **added}
-    Settings.from_env({**nodes.base_env(settings), **state.secrets.env_for("stock")})
-    stock = topology.by_role("stock")
-    for replica in stock:
-        if replica.name in state.procs:
-            state.procs[replica.name].kill()
-    for replica in stock:
-        start(state, nodes.service(replica, home, settings, state.workers, state.threads))
-    wait_replicas_healthy(state)
+    started them. The order replicas, the reconcilers and the relays keep running."""
+    stock = {h.name for h in topology.by_role("stock")}
+    _replace(state, [p for p in _services(state, added) if p.name in stock])
 
 
 def down(say: Any = print) -> dict[str, int]:

@@ -1,7 +1,8 @@
 """The cluster in network namespaces and `inventory chaos` on it, as a user runs them: the
 cluster comes up replicated and authenticated (no credential in its state file, status or
 logs), PostgreSQL, Redis and ZooKeeper speaking TLS only; the quick run must come out valid
-with a PostgreSQL failover, the intruder, the late first attempts after a refusal
+with a PostgreSQL failover, each order and stock host on a clock of its own (±2 s, libfaketime),
+the intruder, the late first attempts after a refusal
 (slow-first-attempts), an operator's adjustments, stock in three locations (orders with and
 without a location, partial fills, transfers), backorders and cart reservations (B1, B2, R1,
 RA) and a consumer of the stock events in it; a
@@ -224,7 +225,7 @@ def test_zookeeper_speaks_only_tls_checked_against_the_ca(cluster: Path) -> None
     checked = KazooClient(
         hosts=topology.ZK_HOSTS,
         timeout=4,  # with check_hostname: the certificate names each member's address
-        **tls.kazoo_kwargs(secrets.tls_ca),  # type: ignore[arg-type]
+        **tls.kazoo_kwargs(secrets.tls_ca),
     )
     checked.start(timeout=10)
     try:
@@ -280,6 +281,25 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
     checks = {v["check"]: v for v in result["verdicts"]}
+    # Each order and stock host on a clock of its own, within 2 s either way, one of each
+    # role ahead and one behind (inventory/chaos/clocks.py): each replica's answers were dated
+    # by its offset, libfaketime was loaded in every process of those hosts and in none of the
+    # databases', ZooKeeper's, Redis's or the balancers'; and every check held under them.
+    offsets, clocks = result["clock_offsets"], result["clocks"]
+    print(f"clocks: {offsets}; {clocks['hosts']}")
+    assert set(offsets) == {"order1", "order2", "stock1", "stock2"}, offsets
+    assert all(1.0 <= abs(o) <= 2.0 for o in offsets.values()) and len(set(offsets.values())) == 4
+    assert offsets["order1"] > 0 > offsets["order2"] and offsets["stock1"] < 0 < offsets["stock2"]
+    assert clocks["ok"] and checks["CK"]["verdict"] == "valid", clocks
+    for host, row in clocks["hosts"].items():
+        under, total = (int(n) for n in row["under_faketime"].split("/"))
+        if host in offsets:
+            low, high = row["measured_s"]
+            assert low - 0.02 <= offsets[host] <= high + 0.02 and high - low < 0.5, (host, row)
+            assert under == total > 0, (host, row)
+        else:
+            assert under == 0 and row["offset_s"] is None, (host, row)
+    assert "| order1 | " in (folder / "report.md").read_text()
     # The cluster settled every order by itself (the run settles nothing), no answer was
     # contradicted by the end, and lost sales are counted with their causes.
     assert checks["S"]["verdict"] == "valid" and result["settlement"]["left"] == 0
