@@ -139,7 +139,13 @@ class BatchHandle(Generic[Item, Result]):
     def take(self, fits: Callable[[Item], bool], limit: int) -> list[Item]:
         """Requests queued since this batch began that `fits` accepts (those its hold can
         serve with no more locks), in arrival order, at most `limit`; they join this batch and
-        get their answers from it. The others stay queued for the next batch."""
+        get their answers from it. The others stay queued for the next batch.
+
+        This is the batch's last call for members (it holds its lock now), so it then lets the
+        next batch of its lane start: that one forms and queues its own claim behind this hold
+        while this one decides and commits, and takes the lock as soon as it is released
+        (two groups, one committing while the next collects). With a `limit` of 0 (one hold per
+        request, kept for comparison) the next waits for this one's end, as it always did."""
         if self._detached or limit <= 0 or self._combiner is None or self._lane is None:
             return []
         now = time.monotonic()
@@ -153,6 +159,7 @@ class BatchHandle(Generic[Item, Result]):
                     pending.state = TAKEN
                     joined.append(pending)
         self._members.extend(joined)
+        self.detach()
         return [pending.item for pending in joined]
 
     def detach(self) -> None:

@@ -56,7 +56,9 @@ class _Lane:
 
 # run_batch(key, items, handle): a result per item (and per one joined by handle.take()); a
 # result may be an exception, raised to that item's caller alone. handle.detach(): the next
-# batch may start before this one ends; handle.answer(i, result): item i answered early.
+# batch may start before this one ends (handle.take() does it once the batch holds its lock:
+# two groups, one committing while the next collects); handle.answer(i, result): item i
+# answered early.
 RunBatch = Callable[
     [Hashable, Sequence[Item], BatchHandle[Item, Result]],
     Sequence[Result | BaseException],

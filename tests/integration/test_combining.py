@@ -95,6 +95,24 @@ def one_batch(s: Services, requests: list[tuple[str, Lines]]) -> list[tuple[int,
     return [a for a in answers if a is not None]
 
 
+class ClaimAfter:
+    """The lock backend `locks`, whose first claim is made only once `go_on` is set: the
+    batch that makes it leads the lane meanwhile, and requests queue behind it."""
+
+    def __init__(self, locks: Any, go_on: threading.Event) -> None:
+        self._locks = locks
+        self._go_on: threading.Event | None = go_on
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._locks, name)
+
+    def new_claim(self, names: Any) -> Any:
+        go_on, self._go_on = self._go_on, None
+        if go_on is not None:
+            assert go_on.wait(10)
+        return self._locks.new_claim(names)
+
+
 def queued(deps: Any, count: int) -> None:
     """Until a batch runs in the lane and `count` requests queue behind it."""
     wait_until(lambda: deps.deduction.combiner.backlog(LANE) == (True, count), 5, "the queue")
@@ -359,9 +377,10 @@ def test_a_split_batch_answers_what_it_committed_at_once_and_lets_each_wait_its_
         pilot, early, late = unique("flag"), unique("flag"), unique("flag")
         set_flags(s, pilot, early, late)
         stuck_holder = Holder(deps.locks, [stuck])
-        # The pilot's batch holds the lane (paused after its read) while the two queue.
+        # The pilot's batch holds the lane (paused before its lock claim: once a batch holds
+        # its lock the next one forms at once) while the two queue.
         go_on = threading.Event()
-        deps.deduction.faults = PauseAt("stop_after_read", lambda: go_on.wait(10))
+        deps.deduction.runner.locks = ClaimAfter(deps.locks, go_on)
         finished: dict[str, float] = {}
 
         def timed(flag: str, lines: Lines) -> tuple[int, dict[str, Any]]:
