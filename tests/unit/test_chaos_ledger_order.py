@@ -101,3 +101,30 @@ def test_a_return_before_its_deduction_in_the_ledger_or_of_nothing_taken_is_caug
     joined = with_returns_in_ledger_order(i8, engine, "g-")
     assert joined.verdict == checker.VIOLATED and len(joined.counterexamples) == 2
     assert "2 returns before their deduction in the ledger" in joined.detail
+
+
+@pytest.mark.parametrize("returned_seq", [2, 0])
+def test_the_runs_i8_judges_the_returns_order_by_the_ledger(
+    tmp_path: Path, returned_seq: int
+) -> None:
+    """check_run: o1 deducted (seq 1) by a host ahead, returned by a host behind, stamped
+    before its deduction; one I8 of the returns, valid when the return's seq is after the
+    deduction's, violated when before."""
+    from tests.unit.test_chaos_checker import _tombstone_databases, tombstone_history
+
+    order_engine, stock_engine = _tombstone_databases(tmp_path)
+    with stock_engine.begin() as conn:
+        conn.execute(stock_flow.update().values(seq=1))
+        back(conn, "o1", "p-g", returned_seq, datetime(2025, 12, 31))
+    verdicts = checker.check_run(
+        tombstone_history(), order_engine, stock_engine, "p-", {"p-g": 5}, checker.liveness(1, 60)
+    )
+    order_engine.dispose()
+    stock_engine.dispose()
+    [i8] = [v for v in verdicts if "before their deduction in the ledger" in v.detail]
+    assert i8.check == "I8" and "returns undo" in i8.name
+    if returned_seq == 2:
+        assert i8.verdict == checker.VALID, i8
+    else:
+        assert i8.verdict == checker.VIOLATED, i8
+        assert "o1/p-g: deducted at seq 1, returned at seq 0" in i8.counterexamples
