@@ -8,17 +8,16 @@ request threads runs the article's steps for all of them:
     ORDER_BATCH_BYTES, order_service/stock_batch.py; a lone order takes the article's
     PUT /reduceStock/{flag}) -> finish (one transaction of compare-and-sets)
 
-Each order keeps every step and guarantee of its own: its PENDING row committed before its
-flag is written, its own flag, its own lines, decision and rows under the lock, its answer made
-from its row as the finish left it. What the batch shares is the cost: a commit, a round trip,
-an HTTP request, a lock hold. An order whose outcome the batch could not learn (no answer, a
-`duplicate` without rows) is handed back to its own request's thread, which polls the stock
-flow and voids as a lone order would (order_service/flow.py): the slow path never holds up a
-batch, nor the next one.
+While a batch is in its stock call, the next forms and writes its orders and flags (two
+groups: stock_turn.py). Each order keeps every step and guarantee of its own (its PENDING row
+committed before its flag is written, its flag, lines, decision and rows under the lock, its
+answer made from its row); the batch shares the cost: a commit, a round trip, an HTTP request,
+a lock hold. An order whose outcome the batch could not learn (no answer, a `duplicate`
+without rows) goes back to its own request's thread, which polls the stock flow and voids as a
+lone order would (order_service/flow.py): the slow path never holds up a batch.
 
-A batch's orders are written only once the batch runs: a request that waits in the queue past
-its patience is answered 503 with nothing written, so an order's age (what the reconciler's
-rule counts) starts with its own batch.
+A batch's orders are written only once it runs: a request queued past its patience is
+answered 503 with nothing written, so an order's age (the reconciler's rule) starts with it.
 """
 
 from __future__ import annotations
@@ -49,6 +48,7 @@ from order_service.model import (
 )
 from order_service.stock_batch import reduce_many
 from order_service.stock_client import StockAnswer, StockClient
+from order_service.stock_turn import StockTurns
 from order_service.store import OrderStore
 from order_service.transitions import Finish, NewOrder
 from shared.contract import Outcome
@@ -107,6 +107,7 @@ class OrderBatches:
         self.store = store
         self.flags = flags
         self.stock = stock
+        self.turns = StockTurns()
         self.combiner: Combiner[Item, BatchResult] = Combiner(
             self.run_batch, batch_max, companion_wait
         )
@@ -119,9 +120,8 @@ class OrderBatches:
     def run_batch(
         self, _key: Hashable, items: Sequence[Item], handle: BatchHandle[Item, BatchResult]
     ) -> list[BatchResult]:
-        """One batch. In trouble (a flag write or a stock call to try again), it lets the
-        lane's next batch start (handle.detach) rather than hold its orders up: batches run
-        one at a time while all goes well, side by side while a dependency is slow."""
+        """One batch; the next forms during its stock call (stock_turn.py), and in trouble (a
+        flag write or a stock call to try again) batches run side by side."""
         orders = [order for order, _ in items]
         ORDER_BATCH_SIZE.observe(len(orders))
         created, taken = self.create(orders)
@@ -169,7 +169,8 @@ class OrderBatches:
         wanted = {order.order_id: order.lines for order in orders}
         holds = frozenset(order.order_id for order in orders if order.pay_within)
         fills = {order.order_id: order.fill for order in orders if not order.fill.plain}
-        answers = self.call_stock(wanted, in_trouble, holds, fills)
+        with self.turns.taken(in_trouble) as in_trouble_calling:  # two groups: stock_turn.py
+            answers = self.call_stock(wanted, in_trouble_calling, holds, fills)
         finishes: list[Finish] = []
         results: dict[str, BatchResult] = {}
         for order in orders:

@@ -1,0 +1,67 @@
+"""The order service's two groups (order_service/stock_turn.py): a batch in its stock call lets
+the next batch form, one batch of a process in a stock call at a time, and one in trouble gives
+its turn up so that batches run side by side."""
+
+from __future__ import annotations
+
+import threading
+
+from order_service.stock_turn import StockTurns
+
+
+def test_a_batch_lets_the_next_form_while_it_calls_and_the_next_calls_after_it() -> None:
+    turns = StockTurns()
+    detached: list[str] = []
+    calling: list[str] = []
+    first_calls, first_ends = threading.Event(), threading.Event()
+
+    def batch(name: str, end: threading.Event | None) -> None:
+        with turns.taken(lambda: detached.append(name)):
+            calling.append(name)
+            if end is not None:
+                first_calls.set()
+                assert end.wait(10)
+
+    first = threading.Thread(target=batch, args=("first", first_ends))
+    first.start()
+    assert first_calls.wait(5)
+    assert detached == ["first"]  # the lane's next batch may form during the call
+    second = threading.Thread(target=batch, args=("second", None))
+    second.start()
+    second.join(0.1)
+    assert calling == ["first"]  # the second waits for its turn, its lane still held
+    assert detached == ["first"]
+    first_ends.set()
+    first.join(5)
+    second.join(5)
+    assert calling == ["first", "second"]
+    assert detached == ["first", "second"]
+
+
+def test_a_batch_in_trouble_gives_its_turn_up_and_an_error_ends_it() -> None:
+    turns = StockTurns()
+    detached: list[str] = []
+    trouble_done, hold_on = threading.Event(), threading.Event()
+
+    def troubled() -> None:
+        with turns.taken(lambda: detached.append("troubled")) as in_trouble:
+            in_trouble()
+            in_trouble()  # idempotent: the turn is given up once
+            trouble_done.set()
+            assert hold_on.wait(10)
+
+    thread = threading.Thread(target=troubled)
+    thread.start()
+    assert trouble_done.wait(5)
+    with turns.taken(lambda: detached.append("beside")):  # side by side with the troubled one
+        pass
+    hold_on.set()
+    thread.join(5)
+    try:
+        with turns.taken(lambda: None):
+            raise RuntimeError("the call failed")
+    except RuntimeError:
+        pass
+    with turns.taken(lambda: None):  # the failed call gave its turn up
+        pass
+    assert detached == ["troubled"] * 3 + ["beside"]  # in trouble: the lane let go too
