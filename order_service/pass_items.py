@@ -10,6 +10,9 @@ reservation_passes.py): page after page by a key, each item served alone.
   skipped item is tried again by the next pass.
 - **Pages by a key.** Each page starts after the (time, id) of the previous page's last item,
   whether that item was served or skipped, so a failing item is passed, never restarted at.
+- **Each kind alone.** A kind whose listing itself fails (a page read past the statement
+  timeout, a row it cannot read) is logged and counted the same way, and the pass goes on to
+  the next kind: the reservations' expiries do not wait for the backorders' listing.
 - Two failures end the pass instead: Superseded (a newer leader has written: this one must
   stop writing) and the order database unreachable (every item would fail alike; the
   reconciler waits and tries again, reconciler.py). A timeout is one item's, not an outage.
@@ -82,6 +85,12 @@ def serve_alone(name: str, item_id: str, act: Callable[[], None], skipped: list[
         _skipped(name, item_id, reason, exc, skipped)
         return False
     return True
+
+
+def serve_kind(name: str, run: Callable[[], None]) -> None:
+    """One kind of a pass (all its pages); a failure of its listing is logged and counted
+    (item `listing`), and the pass goes on to the next kind."""
+    serve_alone(name, "listing", run, [])
 
 
 def _skipped(name: str, item_id: str, reason: str, exc: Exception, skipped: list[str]) -> None:

@@ -61,7 +61,12 @@ from order_service.model import (
     RECONCILED,
     OrderRow,
 )
-from order_service.pass_items import database_time, hold_release_page, serve_pages
+from order_service.pass_items import (
+    database_time,
+    hold_release_page,
+    serve_kind,
+    serve_pages,
+)
 from order_service.reservation_passes import ReservationReport, reconcile_reservations
 from order_service.reservation_store import ReservationStore
 from order_service.reservations import Settlement
@@ -128,20 +133,14 @@ def reconcile(
         before_write()
         _after_cancel(cancellation.expire(order.id, fence), report)
 
-    _pages(store, PENDING, now - older_than, page_size, report, settle)
-    _pages(store, CANCELLING, now - older_than, page_size, report, finish_cancel)
-    _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True)
-    report.backorders = reconcile_backorders(store, stock, now, fence, before_write, page_size)
-    # Before the paid holds' releases: a pass whose releases fail has settled these first.
-    report.reservations = reconcile_reservations(
-        Settlement(ReservationStore(store), stock),
-        stock,
-        now,
-        older_than,
-        fence,
-        before_write,
-        page_size,
-    )
+    def backorders() -> None:
+        report.backorders = reconcile_backorders(store, stock, now, fence, before_write, page_size)
+
+    def reservations() -> None:
+        settlement = Settlement(ReservationStore(store), stock)
+        report.reservations = reconcile_reservations(
+            settlement, stock, now, older_than, fence, before_write, page_size
+        )
 
     def release(order_id: str) -> None:
         report.examined += 1
@@ -150,14 +149,28 @@ def reconcile(
         else:
             report.unreachable += 1
 
-    serve_pages(
-        "hold_releases",
-        lambda after: hold_release_page(store.engine, now - HOLD_RELEASE_AGE, after, page_size),
-        lambda key: key,
-        lambda key: release(key[1]),
-        page_size,
-        report.skipped,
+    def releases() -> None:
+        serve_pages(
+            "hold_releases",
+            lambda after: hold_release_page(store.engine, now - HOLD_RELEASE_AGE, after, page_size),
+            lambda key: key,
+            lambda key: release(key[1]),
+            page_size,
+            report.skipped,
+        )
+
+    cut = now - older_than
+    serve_kind("pending", lambda: _pages(store, PENDING, cut, page_size, report, settle))
+    serve_kind(
+        "cancelling", lambda: _pages(store, CANCELLING, cut, page_size, report, finish_cancel)
     )
+    serve_kind(
+        "awaiting_payment",
+        lambda: _pages(store, AWAITING_PAYMENT, now, page_size, report, expire, by_deadline=True),
+    )
+    serve_kind("backordered", backorders)
+    serve_kind("reservations", reservations)  # before the releases: settled first if they fail
+    serve_kind("hold_releases", releases)
     return report
 
 

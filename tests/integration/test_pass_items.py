@@ -252,3 +252,34 @@ def test_a_row_locked_by_an_open_transaction_costs_the_pass_its_lock_timeout_not
     assert ids[0] in result[0].skipped and failures("pending", "lock_timeout") == before + 1
     a_pass(s, set(), store=timed_store)
     assert status(s, ids[0]) == "FAILED"
+
+
+def test_a_kind_whose_listing_fails_leaves_the_kinds_after_it_served(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The BACKORDERED listing fails (a row it cannot read, a page past the statement timeout:
+    here an injected error); the reservations and releases after it are served all the same."""
+    s = services
+    goods = unique()
+    s.seed(goods, 10)
+    answer = s.order.post(
+        "/reservations", json={"items": [{"goodsId": goods, "num": 2}], "ttlSeconds": 600}
+    )
+    assert answer.status_code == 201, answer.json
+    rid = str(json_of(answer)["reservationId"])
+    with s.engine.begin() as conn:
+        query = sa.update(reservations).where(reservations.c.id == rid)
+        conn.execute(query.values(expires_at=ago(minutes=1)))
+    store = s.order_app.extensions["orders"].store
+    real_page = store.page
+
+    def page(status: str, *args: Any, **kwargs: Any) -> Any:
+        if status == "BACKORDERED":
+            raise RuntimeError("injected: a row the listing cannot read")
+        return real_page(status, *args, **kwargs)
+
+    monkeypatch.setattr(store, "page", page)
+    before = failures("backordered", "RuntimeError")
+    report = a_pass(s, set())
+    assert rid in report.reservations.expired
+    assert failures("backordered", "RuntimeError") == before + 1
