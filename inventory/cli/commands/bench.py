@@ -54,6 +54,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "postgresql+psycopg://postgres@127.0.0.1:5432/test): the bench creates a database of "
         "its own there, migrates and fills it, and drops it afterwards",
     )
+    p.add_argument(
+        "--callers",
+        metavar="N,N,...",
+        help="with --order-path: genOrder on the hot goods id at each of these caller counts "
+        "(e.g. 16,64,256) on the flow and on the peer, each side's saturation and the ratio "
+        "there beside the first count's (inventory/bench/saturation.py)",
+    )
+    p.add_argument(
+        "--code",
+        action="append",
+        default=[],
+        metavar="NAME=PATH",
+        help="with --callers: the flow's stack runs the code of this checkout (repeatable: "
+        "each a side of its own, side by side); run from a folder outside the checkouts",
+    )
     p.add_argument("--keep", action="store_true", help="keep the bench's folder (logs)")
     p.add_argument("--report", metavar="DIR", help="write bench.json and bench.png here")
 
@@ -67,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--quick, --order-path and --auth are presets: give one")
     if args.auth:
         return auth()
+    if args.callers:
+        return saturation(args)
     config = (
         BenchConfig.quick()
         if args.quick
@@ -92,6 +109,20 @@ def run(args: argparse.Namespace) -> int:
         console.print(f"report: {data}   chart: {chart}")
     measured = report.reduce + report.gen_order + report.peer
     return 0 if not any(m.errors for m in measured) else 1
+
+
+def saturation(args: argparse.Namespace) -> int:
+    """`--order-path --callers 16,64,256`: the flow and the peer at each caller count."""
+    from inventory.bench import saturation as sweep
+
+    if not args.order_path:
+        raise UsageError("--callers goes with --order-path")
+    if args.database_url:
+        usable_url(args.database_url, "--database-url")
+    try:
+        return sweep.sweep(args.callers, args.code, args.rounds, args.requests, args.database_url)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def auth() -> int:
