@@ -35,9 +35,19 @@ class StockAnswer:
     # have deducted, so no later refusal of the request makes the order "rejected"; its
     # outcome is asked of the stock database instead.
     uncertain: bool = False
+    # A batched call's `not_attempted`: its lock was not had within the call's budget, or its
+    # queue was full. Nothing was written and the flag is live: to be sent again under the
+    # same flag (alone, or in a later batch), never by holding its batch's other orders.
+    not_attempted: bool = False
 
     def no_answer(self, error: str) -> None:
         self.error, self.uncertain = error, True
+
+    def not_tried(self, error: str, body: Any) -> None:
+        """Answered, with nothing done: the outcome still unknown, but not uncertain (this
+        attempt wrote nothing), so no flow is waited for on its account."""
+        self.outcome, self.status, self.body = UNKNOWN, 503, body
+        self.error, self.not_attempted = error, True
 
     def refused_whole(self, status: int, body: Any) -> None:
         """A 4xx about the call itself (413, 400, 422, 401...), or a refusal after an attempt
@@ -77,6 +87,10 @@ def take_result(answer: StockAnswer, result: dict[str, Any]) -> None:
     if outcome == Outcome.UNAVAILABLE:  # its 503: unknown, asked again
         answer.no_answer(f"HTTP 503: {result.get('error')}")
         return
+    if outcome == Outcome.NOT_ATTEMPTED:  # nothing written: sent again, not in this call
+        answer.not_tried(f"{Outcome.NOT_ATTEMPTED}: {result.get('error')}", result)
+        return
+    answer.not_attempted = False
     answer.error = None
     answer.body = result
     if outcome == Outcome.UNKNOWN_GOODS and "locations" not in result:  # its 404

@@ -12,6 +12,10 @@ Three rules keep a batch from deciding a member's answer:
   is asked again with the same flags, within the budget.
 - A flag whose attempt had no answer may have been deducted: no later refusal makes it
   rejected (StockAnswer.uncertain); its outcome is asked of the stock database by the caller.
+- A flag answered `not_attempted` (its lock not had within the call's budget, or its queue
+  full: nothing written) is not asked again in this call, which would hold the batch's other
+  orders behind the same lock: it is handed back (StockAnswer.not_attempted) to be sent again
+  alone or in a later batch.
 """
 
 from __future__ import annotations
@@ -164,7 +168,8 @@ def _call(
         results = response.json()["results"]
         for result in results:
             take_result(answers[result["flag"]], result)
-        # Asked again: only the flags the stock service could not serve now (its 503).
+        # Asked again: only the flags the stock service could not serve now (its 503); never
+        # one not attempted, whose lock is still held elsewhere.
         pending = [r["flag"] for r in results if r["outcome"] == Outcome.UNAVAILABLE]
     return []
 

@@ -39,6 +39,11 @@ class Outcome(enum.StrEnum):
     UNKNOWN_GOODS = "unknown_goods"
     UNKNOWN_LOCATION = "unknown_location"  # a line names a location there is none of
     UNAVAILABLE = "unavailable"
+    # The batched PUT /reduceStock only, per flag: its lock was not had within the call's
+    # budget (DEDUCT_BATCH_BUDGET), or its lock's queue in the stock process was full
+    # (LOCK_QUEUE_MAX). Nothing was written and its flag is still live in Redis: retryable,
+    # alone on the single route or in a later batch, under the same flag.
+    NOT_ATTEMPTED = "not_attempted"
     # An adjustment (POST /stock/{goodsId}/adjustments, an admin route): made; refused because
     # the level was not the one the caller expected; refused because it would go below zero,
     # or be raised above MAX_STOCK_LEVEL (returns and transfers received may leave a level
@@ -65,6 +70,11 @@ AS_DEDUCTION: dict[Decided, Outcome] = {
     Decided.VOIDED: Outcome.VOIDED,
     Decided.RETURNED: Outcome.CANCELLED,
 }
+
+# The order service tells the stock service how long it waits for each call's answer, in
+# milliseconds from when it sent it (relative: no clock is compared between hosts); the stock
+# service waits for no lock on the call's behalf past it.
+CALLER_TIMEOUT_HEADER = "X-Caller-Timeout-Ms"
 
 # Flags in one batched reduceStock (the order service sends ORDER_BATCH_MAX at most).
 MAX_BATCH_FLAGS = 64

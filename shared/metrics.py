@@ -22,6 +22,7 @@ from prometheus_client import (
     REGISTRY,
     CollectorRegistry,
     Counter,
+    Gauge,
     Histogram,
     generate_latest,
     multiprocess,
@@ -81,6 +82,21 @@ FENCING_REFUSALS = Counter(
     "fencing_refusals_total", "Writes refused because a newer lock holder had written"
 )
 LOCK_LOSSES = Counter("lock_losses_total", "Requests ended because the lock may have been lost")
+# The queue of one goods id's lock in a stock process (stock_service/lock_queue.py): requests
+# waiting for it, and newcomers refused past LOCK_QUEUE_MAX. Labelled by goods id for the
+# longest queues only (a process's top ten, at most a hundred goods ids over its life, the
+# rest as `other`): one series per goods id would be unbounded. Summed over live workers.
+LOCK_QUEUE_WAITERS = Gauge(
+    "lock_queue_waiters",
+    "Requests waiting for a goods id's lock, the longest queues by goods id, the rest other",
+    ["goods_id"],
+    multiprocess_mode="livesum",
+)
+LOCK_QUEUE_REFUSALS = Counter(
+    "lock_queue_refusals_total",
+    "Requests refused at once because their goods id's lock queue was full (LOCK_QUEUE_MAX)",
+    ["goods_id"],
+)
 
 
 class _Gauges(Collector):

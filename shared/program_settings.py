@@ -42,6 +42,8 @@ LOCK = (
     "fencing",
     "deduct_batch_max",
     "deduct_batch_patience",
+    "deduct_batch_budget",
+    "lock_queue_max",
 )
 # An order's flag in Redis, and its calls of the stock service: one request's budget.
 FLAGS = ("redis_url", "flag_ttl", "flag_write_seconds")

@@ -20,6 +20,9 @@ __all__ = ["LOCK_BACKENDS", "LOCK_SCOPES", "PROGRAMS", "Settings"]
 # One genOrder writes its flag at most this many times (the first, and once again after the
 # stock service said it does not know the flag: Redis lost it), and calls reduceStock as often.
 FLAG_WRITES = 2
+# A batched reduceStock's budget when DEDUCT_BATCH_BUDGET is unset: some 20 to 100 times a
+# healthy hold of a batch (10-50 ms), a fifth of the default STOCK_CALL_TIMEOUT.
+DEDUCT_BATCH_BUDGET_DEFAULT = 1.0
 # What one request may spend on its database steps besides its calls (the order row, the
 # outcome): a margin, not a measured bound; PostgreSQL and MySQL connect within 5 s.
 DATABASE_MARGIN_SECONDS = 5.0
@@ -92,6 +95,14 @@ class Settings:
     # How long a batch waits for all its locks before it serves the requests whose locks it
     # holds and lets the rest wait on their own (a lock stuck elsewhere never stalls others).
     deduct_batch_patience: float = 0.1
+    # A batched reduceStock answers every flag within this many seconds, and always within half
+    # its caller's timeout (X-Caller-Timeout-Ms): a flag whose lock is not had by then is
+    # answered not_attempted (nothing written, retryable), never holding the flags served.
+    # Unset: DEDUCT_BATCH_BUDGET_DEFAULT (1 s); a value set is at most half STOCK_CALL_TIMEOUT.
+    deduct_batch_budget: float | None = None
+    # Requests of one process waiting for one goods id's lock, at most: a newcomer past it is
+    # answered 503 at once (Retry-After), instead of joining a queue it cannot get through.
+    lock_queue_max: int = 256
     # Stock events: every ledger line (and threshold crossing) written to the outbox in its own
     # commit, and published by the elected relay to this Redis Stream, capped near MAXLEN
     # entries (XADD MAXLEN ~). STOCK_EVENTS=false writes none (to measure what they cost).

@@ -121,6 +121,21 @@ CHECKS = (
         ),
     ),
     _positive("deduct_batch_max", at_least=1),
+    _positive("lock_queue_max", at_least=1),
+    # About the budget alone: checked by whatever reads it (the stock service against the
+    # default call timeout; the tooling, the stack and the cluster against the order
+    # service's own). At run time a caller's X-Caller-Timeout-Ms caps it at half of that too.
+    Check(
+        frozenset({"deduct_batch_budget"}),
+        lambda s: (
+            None
+            if s.deduct_batch_budget is None
+            or 0 < s.deduct_batch_budget <= s.stock_call_timeout / 2
+            else f"DEDUCT_BATCH_BUDGET must be positive and at most half of STOCK_CALL_TIMEOUT "
+            f"({s.stock_call_timeout / 2:g} s): a batched call answers well before its caller "
+            "gives up on it"
+        ),
+    ),
     _not_negative("stock_call_retries"),
     _not_negative("stock_events_min_replicas"),
     Check(

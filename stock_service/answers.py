@@ -9,6 +9,7 @@ from typing import Any
 from shared.contract import Outcome
 from shared.errors import DependencyUnavailable
 from shared.metrics import DEDUCTIONS
+from stock_service.batched_call import NotAttempted
 
 
 def flow_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -40,6 +41,17 @@ def allocations_json(allocations: list[tuple[str, str, int]]) -> list[dict[str, 
 
 def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
     """One flag's result in a batched answer (what the single route's body would say)."""
+    if isinstance(result, NotAttempted):  # retryable: nothing written, its flag still live
+        DEDUCTIONS.labels(Outcome.NOT_ATTEMPTED.value).inc()
+        body: dict[str, Any] = {
+            "flag": flag,
+            "outcome": Outcome.NOT_ATTEMPTED,
+            "error": result.error,
+            "dependency": "lock",
+        }
+        if result.lock is not None:  # its queue was full
+            body.update(lock=result.lock, goodsId=result.goods_id, retryAfter=result.retry_after)
+        return body
     if isinstance(result, DependencyUnavailable):
         DEDUCTIONS.labels(Outcome.UNAVAILABLE.value).inc()
         return {
@@ -49,7 +61,7 @@ def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
             "dependency": result.dependency,
         }
     DEDUCTIONS.labels(result.outcome.value).inc()
-    body: dict[str, Any] = {"flag": flag, "outcome": result.outcome.value}
+    body = {"flag": flag, "outcome": result.outcome.value}
     if result.shortfalls:  # a refusal's, or what a partial fill did not fill
         body["shortfalls"] = shortfalls_json(result)
     if result.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED):

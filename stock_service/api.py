@@ -14,7 +14,7 @@ from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
+from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
 from stock_service.answers import (
     allocations_json,
     flag_result,
@@ -38,10 +38,10 @@ from stock_service.schemas import (
     StockLevel,
     UnknownGoods,
 )
+from stock_service.waits_api import DOWN, install_waits
 from stock_service.wants import check_locations, deduction_request, unknown_locations
 
 log = logging.getLogger("stock_service")
-DOWN = (Unavailable, "A dependency is down, or the lock was not had: nothing written")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
 SERVICE_ROUTES = (
     "/reduceStock",
@@ -60,6 +60,7 @@ def deps() -> StockDeps:
 
 def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
     bp = APIBlueprint("stock", __name__, tag="Stock")
+    install_waits(bp)
 
     @bp.put("/reduceStock/<flag>")
     @bp.input(FlagPath, location="path")
@@ -158,7 +159,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
                     BatchDeduction,
                     "One result per flag, in the order sent, each what PUT /reduceStock/{flag} "
                     "would answer for it alone (unknown_goods, unknown_location and "
-                    "unavailable in place of its 404s and 503)",
+                    "unavailable in place of its 404s and 503), within DEDUCT_BATCH_BUDGET: "
+                    "a flag whose lock is not had by then is not_attempted (retryable)",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
@@ -172,8 +174,8 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
     )
     def reduce_stock_batch(json_data: Any) -> tuple[Response, int, Any]:
         """Many flags in one call (the order service's batch of orders): each deducted once,
-        deduped and locked as if it had come alone, all served in one lock claim and one
-        commit where their locks allow."""
+        deduped and locked as if it had come alone, served in one lock claim and one commit
+        where their locks allow, each answered within the call's budget."""
         d = deps()
         limit = d.settings.max_quantity
         wanted = [
@@ -192,7 +194,7 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
             for r in wanted
             if not unknown & r.lines.keys() and not nowhere & set(r.locations.values())
         ]
-        decided = iter(d.deduction.reduce_many(known) if known else [])
+        decided = iter(d.deduction.reduce_many(known, d.settings.deduct_batch_budget))
         results = []
         for request in wanted:
             missing = sorted(unknown & request.lines.keys())

@@ -17,7 +17,11 @@ The requests of this process that wait for the same lock are combined (coordinat
 one of them takes the lock once for all of them (stock_service/holds.py), stock_service/
 decide.py decides each in arrival order under it, one transaction writes every deduction and
 return, and each request gets its own answer, as soon as its part of the batch is committed.
-DEDUCT_BATCH_MAX=1 serves them one lock hold each, as the article does.
+DEDUCT_BATCH_MAX=1 serves them one lock hold each, as the article does. A request waits for its
+lock until LOCK_TIMEOUT, never past its caller's deadline (stock_service/caller_deadline.py),
+and past LOCK_QUEUE_MAX waiters of one lock in this process a newcomer is refused at once
+(stock_service/lock_queue.py). The batched PUT /reduceStock answers every flag within its
+budget (stock_service/batched_call.py).
 
 A flag is deleted from Redis only once its operation is decided (deducted, refused, voided),
 not when an attempt begins. So an attempt that fails before anything is
@@ -30,8 +34,6 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass, field
-from typing import Any
 
 import redis
 
@@ -43,38 +45,17 @@ from shared.faults import NO_FAULTS, Faults
 from shared.ids import new_id
 from shared.redis_client import RedisUnavailable
 from shared.timing import Stopwatch
+from stock_service import caller_deadline
+from stock_service.batched_call import NotAttempted, reduce_many
 from stock_service.core.model import TransferLeg
-from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
-from stock_service.holds import Answer, BatchRunner, Hold, LockPolicy
+from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request
+from stock_service.deduction_result import DeductionResult, result_of
+from stock_service.holds import LANE, Answer, BatchRunner, LockPolicy
 from stock_service.store import StockStore
 
-__all__ = ["DeductionResult", "Outcome", "StockDeduction"]
+__all__ = ["LANE", "DeductionResult", "Outcome", "StockDeduction"]
 
 log = logging.getLogger(__name__)
-
-# One lane per process: a batch takes every request queued behind the one before it, whatever
-# goods they buy, and claims the names they need together (see run_batch).
-LANE = "deductions"
-# A deduction of a flag missing from Redis, answered from the stock database's decision.
-
-
-class MemberFailed(DependencyUnavailable):
-    """One flag of a batched call failed on its own (its part of the commit was rolled back,
-    nothing written for it): answered `unavailable` for that flag alone, so the caller asks
-    again under the same flag, while the other flags keep their answers."""
-
-    dependency = "stock database"
-
-
-@dataclass
-class DeductionResult:
-    outcome: Outcome
-    shortfalls: list[Shortfall] = field(default_factory=list)
-    flows: list[dict[str, Any]] = field(default_factory=list)  # those a deduction committed
-    allocations: list[tuple[str, str, int]] = field(default_factory=list)  # goods, where, units
-    backordered: dict[str, int] = field(default_factory=dict)  # goods id -> units still owed
-    hold: Hold | None = None  # None: answered before the lock, from Redis and the database
-    timings: Stopwatch = field(default_factory=Stopwatch)
 
 
 class StockDeduction:
@@ -126,61 +107,32 @@ class StockDeduction:
         if decision.outcome is not Outcome.DEDUCTED:
             log.info("flag %s: %s %s", flag, decision.outcome.value, decision.shortfalls or "")
         self.faults.fire("delay_after_commit")
-        return _result(decision, held, watch)
+        return result_of(decision, held, watch)
 
-    def reduce_many(self, wanted: list[Request]) -> list[DeductionResult | DependencyUnavailable]:
-        """PUT /reduceStock with many flags (the order service's batch): each flag its own
-        lines, its own decision and rows, as if each had come alone, at the cost of one Redis
-        read, one database read for the flags not live, and one lock claim for the rest,
-        served together (one hold, one commit; a batch that does not get every name in time
-        is split as a combined one is). A flag's failure (its lock not had in time, the lock
-        lost) is its own result; Redis down fails the whole call (RedisUnavailable)."""
-        watch = Stopwatch()
-        flags = [request.flag for request in wanted]
-        live = self.flags_live(flags)
-        watch.lap("prefilter")
-        results: list[DeductionResult | DependencyUnavailable | None] = [None] * len(wanted)
-        dead = [i for i, is_live in enumerate(live) if not is_live]
-        if dead:
-            decided = self.store.decisions([flags[i] for i in dead])
-            watch.lap("decision")
-            for i in dead:
-                found = decided.get(flags[i])
-                said = AS_DEDUCTION[Decided(found)] if found else Outcome.UNKNOWN_FLAG
-                results[i] = DeductionResult(said, timings=watch)
-        todo = [i for i, is_live in enumerate(live) if is_live]
-        if todo:
-            self.faults.fire("delay_before_deduct")
-            requests = [wanted[i] for i in todo]
-            handle: BatchHandle[Request, Answer] = BatchHandle.group(
-                requests, [time.monotonic() + self.lock_timeout] * len(requests)
-            )
-            outcomes = handle.outcomes(self.runner.run_batch(LANE, requests, handle))
-            for i, outcome in zip(todo, outcomes, strict=True):
-                if isinstance(outcome, DependencyUnavailable):
-                    results[i] = outcome
-                elif isinstance(outcome, Exception):  # this flag's own failure: its result
-                    log.error("flag %s failed: %r", flags[i], outcome)
-                    results[i] = MemberFailed(f"this flag's deduction failed ({outcome!r})")
-                elif isinstance(outcome, BaseException):
-                    raise outcome
-                else:
-                    results[i] = _result(*outcome, watch)
-            self.faults.fire("delay_after_commit")
-        return [r for r in results if r is not None]
+    def reduce_many(
+        self, wanted: list[Request], budget: float | None
+    ) -> list[DeductionResult | DependencyUnavailable | NotAttempted]:
+        """PUT /reduceStock with many flags, each answered within `budget` seconds (None: the
+        default, DEDUCT_BATCH_BUDGET_DEFAULT), stock_service/batched_call.py."""
+        return reduce_many(self, wanted, budget)
 
     def _decide(self, request: Request) -> Answer:
         """Under the lock of its names: combined with the requests of this process waiting for
         the same lane, or alone (the baseline without a lock)."""
-        if self.locks.excludes:
-            return self.combiner.submit(LANE, request, self.lock_timeout)
-        handle: BatchHandle[Request, Answer] = BatchHandle.alone(
-            request, time.monotonic() + self.lock_timeout
-        )
-        [answer] = self.runner.run_batch(LANE, [request], handle)
-        if isinstance(answer, BaseException):
-            raise answer
-        return answer
+        queues = self.runner.queues
+        queues.join(request, self.runner.names_of(request), request.lines)  # or LockQueueFull
+        try:
+            # Its own wait: LOCK_TIMEOUT, never past its caller's deadline.
+            deadline = caller_deadline.within(self.lock_timeout)
+            if self.locks.excludes:
+                return self.combiner.submit(LANE, request, deadline - time.monotonic())
+            handle: BatchHandle[Request, Answer] = BatchHandle.alone(request, deadline)
+            [answer] = self.runner.run_batch(LANE, [request], handle)
+            if isinstance(answer, BaseException):
+                raise answer
+            return answer
+        finally:
+            queues.leave(request)
 
     def cancel(self, flag: str) -> Outcome:
         """PUT /returnStock/{flag}: the stock of a cancelled order comes back, exactly once.
@@ -268,15 +220,3 @@ class StockDeduction:
             self.redis.delete(*flags)
         except redis.RedisError as exc:
             log.warning("could not delete %d decided flags in redis: %s", len(flags), exc)
-
-
-def _result(decision: Decision, hold: Hold, watch: Stopwatch) -> DeductionResult:
-    return DeductionResult(
-        decision.outcome,
-        decision.shortfalls,
-        decision.flows,
-        decision.allocations,
-        decision.backordered,
-        hold,
-        watch,
-    )

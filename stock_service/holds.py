@@ -34,10 +34,14 @@ from shared.faults import NO_FAULTS, Faults
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
 from stock_service.core.plan import Decision, Request
 from stock_service.decide import decide_batch
+from stock_service.lock_queue import LockQueues
 from stock_service.store import StockStore
 
 log = logging.getLogger(__name__)
 
+# One lane per process: a batch takes every request queued behind the one before it, whatever
+# goods they buy, and claims the names they need together (see run_batch).
+LANE = "deductions"
 Answer = tuple[Decision, "Hold"]
 Results = list["Answer | BaseException | None"]
 
@@ -66,6 +70,7 @@ class LockPolicy:
     batch_max: int = 32
     patience: float = 0.1
     max_level: int | None = None
+    queue_max: int | None = None  # waiters of one lock in this process (lock_queue.py)
 
 
 class BatchRunner:
@@ -88,6 +93,8 @@ class BatchRunner:
         self.forget_flags = forget_flags
         self.faults = faults
         self.events = events
+        # Each request counts as a waiter of its names until they are held (_serve).
+        self.queues = LockQueues(policy.queue_max, locks.name)
 
     def run_batch(
         self,
@@ -251,6 +258,8 @@ class BatchRunner:
         """The read-check-write of the chosen requests, under the names the claim holds."""
         names = frozenset().union(*(needs[i] for i in chosen))
         lease = claim.lease(names)
+        for i in chosen:
+            self.queues.leave(requests[i])
         locked = time.perf_counter()
         decisions = self._decide_each_its_own([requests[i] for i in chosen], lease)
         deducted = time.perf_counter()

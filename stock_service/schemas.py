@@ -179,10 +179,15 @@ class Deduction(Answer):
 class FlagResult(Answer):
     flag: str
     outcome: Outcome = Field(
-        description="as PUT /reduceStock/{flag} would answer it, and two outcomes of this "
+        description="as PUT /reduceStock/{flag} would answer it, and outcomes of this "
         "route alone: unknown_goods (goodsIds) and unknown_location (locations): what the "
-        "single route answers 404; and "
-        "unavailable (error, dependency: what it answers 503; nothing written for this flag)"
+        "single route answers 404; "
+        "unavailable (error, dependency: what it answers 503; nothing written for this flag); "
+        "not_attempted (error; lock, goodsId and retryAfter when its lock's queue was full), "
+        "RETRYABLE: its lock was not had within the call's budget (DEDUCT_BATCH_BUDGET, at "
+        "most half of X-Caller-Timeout-Ms), or its queue in the process was full "
+        "(LOCK_QUEUE_MAX): nothing written, its flag still live; send it again under the same "
+        "flag, alone or in a later batch"
     )
     flows: list[Flow] | None = None
     allocations: list[Allocated] | None = None
@@ -192,6 +197,9 @@ class FlagResult(Answer):
     locations: list[str] | None = Field(None, description="unknown_location: the unknown ones")
     error: str | None = None
     dependency: str | None = None
+    lock: str | None = Field(None, description="not_attempted, its queue full: the lock")
+    goodsId: str | None = Field(None, description="not_attempted, its queue full: its goods id")
+    retryAfter: int | None = Field(None, description="not_attempted: seconds to wait, if any")
 
 
 class BatchDeduction(Answer):
