@@ -68,7 +68,7 @@ def serve_pages(
         after = key(page[-1])
 
 
-def serve_alone(name: str, item_id: str, act: Callable[[], None], skipped: list[str]) -> bool:
+def serve_alone(name: str, item_id: str, act: Callable[[], object], skipped: list[str]) -> bool:
     """`act` for one item of the pass `name`; False, logged and counted, when it raised (the
     module's docstring: all but the two failures that end the pass)."""
     try:
@@ -87,7 +87,7 @@ def serve_alone(name: str, item_id: str, act: Callable[[], None], skipped: list[
     return True
 
 
-def serve_kind(name: str, run: Callable[[], None]) -> None:
+def serve_kind(name: str, run: Callable[[], object]) -> None:
     """One kind of a pass (all its pages); a failure of its listing is logged and counted
     (item `listing`), and the pass goes on to the next kind."""
     serve_alone(name, "listing", run, [])

@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from order_service.pass_items import serve_pages
+from order_service.pass_items import serve_kind, serve_pages
 from order_service.reservation_store import (
     EXPIRED,
     HELD,
@@ -138,18 +138,22 @@ def _pages(
     by_expiry: bool = False,
     owing: bool = False,
 ) -> None:
-    """Every page of the reservations in `states`, each served alone (pass_items.py)."""
+    """Every page of the reservations in `states`, each served alone, and the kind alone
+    (pass_items.py: a listing that fails leaves the next kind served)."""
 
     def key(r: Reservation) -> tuple[datetime, str]:
         stamp = r.expires_at if by_expiry else r.updated_at
         assert stamp is not None
         return stamp, r.id
 
-    serve_pages(
+    serve_kind(
         name,
-        lambda after: store.page(states, before, after, page_size, by_expiry, owing),
-        key,
-        act,
-        page_size,
-        skipped,
+        lambda: serve_pages(
+            name,
+            lambda after: store.page(states, before, after, page_size, by_expiry, owing),
+            key,
+            act,
+            page_size,
+            skipped,
+        ),
     )

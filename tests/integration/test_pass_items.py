@@ -24,6 +24,7 @@ from prometheus_client import REGISTRY
 
 from order_service import reconciler, transitions
 from order_service.reconcile import ReconcileReport, reconcile
+from order_service.reservation_store import ReservationStore
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import hold_release, orders, reservations
@@ -283,3 +284,32 @@ def test_a_kind_whose_listing_fails_leaves_the_kinds_after_it_served(
     report = a_pass(s, set())
     assert rid in report.reservations.expired
     assert failures("backordered", "RuntimeError") == before + 1
+
+
+def test_a_reservation_kind_whose_listing_fails_leaves_the_next_kind_served(
+    services: Services, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pending reservations' listing fails; the held ones past expiry are expired in the
+    same pass."""
+    s = services
+    goods = unique()
+    s.seed(goods, 10)
+    answer = s.order.post(
+        "/reservations", json={"items": [{"goodsId": goods, "num": 2}], "ttlSeconds": 600}
+    )
+    assert answer.status_code == 201, answer.json
+    rid = str(json_of(answer)["reservationId"])
+    with s.engine.begin() as conn:
+        query = sa.update(reservations).where(reservations.c.id == rid)
+        conn.execute(query.values(expires_at=ago(minutes=1)))
+    real_page = ReservationStore.page
+
+    def page(self: ReservationStore, states: Any, *args: Any, **kwargs: Any) -> Any:
+        if "pending" in states:
+            raise RuntimeError("injected: a row the listing cannot read")
+        return real_page(self, states, *args, **kwargs)
+
+    monkeypatch.setattr(ReservationStore, "page", page)
+    before = failures("reservations_pending", "RuntimeError")
+    assert rid in a_pass(s, set()).reservations.expired
+    assert failures("reservations_pending", "RuntimeError") == before + 1
