@@ -22,7 +22,7 @@ from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from shared.api_app import make_api_app
-from shared.db import make_engine
+from shared.db import DatabaseTimeouts, make_engine
 from shared.http_errors import register_error_handlers
 from shared.json_only import install_bodyless_post_rule
 from shared.logs import configure_logging
@@ -53,7 +53,9 @@ def create_app(
         'Errors are `{"error": ..., "field"?: ...}`; a dependency that is down is a 503 '
         "naming it.",
     )
-    engine = make_engine(settings.order_database_url, application="order")
+    engine = make_engine(
+        settings.order_database_url, application="order", timeouts=DatabaseTimeouts.of(settings)
+    )
     prepare_schema(engine, "order", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
     stock = StockClient(

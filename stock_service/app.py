@@ -9,7 +9,7 @@ from prometheus_client.core import Metric
 
 from coordination.locks import LockLost, make_lock_backend
 from shared.api_app import make_api_app
-from shared.db import DatabaseUnavailable, make_engine
+from shared.db import DatabaseTimeouts, DatabaseUnavailable, make_engine
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
 from shared.http_errors import register_error_handlers
@@ -49,7 +49,9 @@ def create_app(settings: Settings | None = None) -> Flask:
         "id, and keeps the stock flow the order service confirms against. Errors are "
         '`{"error": ..., "field"?: ...}`; a dependency that is down is a 503 naming it.',
     )
-    engine = make_engine(settings.stock_database_url, application="stock")
+    engine = make_engine(
+        settings.stock_database_url, application="stock", timeouts=DatabaseTimeouts.of(settings)
+    )
     prepare_schema(engine, "stock", settings.migrate_on_start)
     redis_client = make_redis(settings.redis_url)
     locks = make_lock_backend(settings, engine, redis_client)

@@ -37,7 +37,7 @@ import redis
 from sqlalchemy import Engine
 
 from coordination.election import Elector, make_elector
-from shared.db import make_engine, transaction, utcnow
+from shared.db import DatabaseTimeouts, make_engine, transaction, utcnow
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
 from shared.settings import Settings
@@ -97,7 +97,9 @@ def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     Whatever fails (the election's backend, Redis, the database, a bug) is logged, waited out
     and tried again: nothing restarts a relay that exits, and its standby would die of the
     same fault, so the outbox would fill with no one to send it."""
-    engine = make_engine(settings.stock_database_url, application="relay")
+    engine = make_engine(
+        settings.stock_database_url, application="relay", timeouts=DatabaseTimeouts.of(settings)
+    )
     client = make_redis(settings.redis_url)
     elector = make_elector(settings, ELECTION_PATH, identifier)
     log.info("%s campaigning at=%.3f", identifier, time.time())

@@ -7,7 +7,7 @@ the lock timeout passes, writes nothing, and the same flag deducts once when tri
 
 from __future__ import annotations
 
-import functools
+import dataclasses
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,7 +16,6 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-import stock_service.app
 from shared.db import DatabaseTimeout, DatabaseTimeouts, make_engine, transaction
 from shared.settings import Settings
 from stock_service.tables import stock
@@ -77,12 +76,9 @@ def make_url_backend(url: str) -> str:
 
 
 @pytest.fixture
-def services(settings: Settings, monkeypatch: pytest.MonkeyPatch) -> Iterator[Services]:
-    """The stock service with a lock timeout of 1 s (its settings', once its app passes them:
-    here its engine factory is given them)."""
-    timed = functools.partial(make_engine, timeouts=DatabaseTimeouts(30_000, 1000))
-    monkeypatch.setattr(stock_service.app, "make_engine", timed)
-    with running_services(settings) as s:
+def services(settings: Settings) -> Iterator[Services]:
+    """The services with a lock timeout of 1 s, from their settings (DB_LOCK_TIMEOUT_MS)."""
+    with running_services(dataclasses.replace(settings, db_lock_timeout_ms=1000)) as s:
         yield s
 
 
