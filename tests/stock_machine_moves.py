@@ -80,11 +80,13 @@ class StockStateMachine(StockMachine):
         commits after a newer holder restocked the goods id (and handed its lines units)."""
         world = self.world()
         deducted = sorted(f for f, d in world.decisions.items() if d.outcome == "deducted")
-        waiting = sorted({r.flag for r in world.lines if r.state == "waiting"})
-        # A line still waiting, often: its give-up may write no level at all.
-        prefer_waiting = data.draw(st.booleans(), label="a waiting line's flag")
-        if waiting and prefer_waiting:
-            deducted = waiting
+        waiting = {r.flag for r in world.lines if r.state == "waiting"}
+        # A flag whose lines wait, often; and one that was handed nothing at all, whose
+        # give-up writes no level: the plan that needs no fence to commit.
+        nothing = {f for f in waiting if not any(r.flag == f for r in world.flows + world.fills)}
+        tier = data.draw(st.sampled_from(["any", "waiting", "handed nothing"]), label="flag")
+        chosen = {"any": set(deducted), "waiting": waiting, "handed nothing": nothing}[tier]
+        deducted = sorted(chosen) or deducted
         if not deducted:
             return
         flag = data.draw(st.sampled_from(deducted), label="returned flag")

@@ -3,6 +3,7 @@ replayed as a plain test of its own, on each database."""
 
 from __future__ import annotations
 
+from stock_service.core.model import Request
 from tests.stock_replay import Replay
 from tests.stock_stack import Stack, stack
 from tests.stock_stale_holder import run_stale, stale_return
@@ -22,5 +23,86 @@ def test_a_stale_holder_s_give_up_of_a_line_handed_units_since_is_refused(stack:
 
     run = run_stale(stack.engine, stack.store, stack.locks, request, newer_holder, [flag])
     print(run)
+    r.checked()
+    assert run.overtaken and run.refused and not run.wrote, run
+
+
+def test_a_location_made_active_hands_its_units_to_the_lines_waiting(stack: Stack) -> None:
+    """Found with four 64-character locations, one of them inactive, and the default made
+    inactive: a backordered line waits; a stocktake puts a unit at each location (the active
+    ones hand theirs over); the inactive one is made active and handed nothing, its unit on
+    an active shelf while the line waits for it (the machine's steps that touch neither the
+    goods id nor the location left out)."""
+    r = Replay(stack)
+    goods = r.new_goods(0, limit=stack.max_level)
+    places = [r.location(priority=0, active=True) for _ in range(3)]
+    asleep = r.location(priority=0, active=False)
+    r.step(r.edge.make_location("default", 0, False), (200, 201), "default inactive")
+    try:
+        _, answer = r.deduct([{"goodsId": goods, "goodsNum": 1022}], fill="backorder")
+        assert answer.body["outcome"] == "backordered", answer
+        for place in [*places, asleep]:
+            r.step(r.edge.set_at(goods, place, 1), (200,), f"a unit at {place}")
+        r.step(r.edge.make_location(asleep, 0, True), (200,), "the inactive one made active")
+    finally:
+        stack.edge.make_location("default", 0, True)
+
+
+def test_a_line_split_over_six_64_character_locations_is_deducted_and_returned(
+    stack: Stack,
+) -> None:
+    """Found on PostgreSQL (a 500: the joined text of the parts, past a column of 200): six
+    64-character locations with a unit each, the default made inactive, a partial deduction
+    of 1 + 6 units of one goods id; then (the issue's own check) its cancel puts every unit
+    back where it came from."""
+    r = Replay(stack)
+    goods = r.new_goods(0)
+    places = [r.location(priority=0) for _ in range(6)]
+    r.step(r.edge.make_location("default", 0, False), (200, 201), "default inactive")
+    try:
+        for place in places:
+            r.step(r.edge.set_at(goods, place, 1), (200,), f"a unit at {place}")
+        lines = [{"goodsId": goods, "goodsNum": 1}, {"goodsId": goods, "goodsNum": 6}]
+        flag, answer = r.deduct(lines, fill="partial")
+        assert answer.body["outcome"] == "deducted", answer
+        taken = {a["location"]: a["num"] for a in answer.body["allocations"]}
+        assert taken == dict.fromkeys(places, 1), taken
+        r.step(r.edge.cancel(flag), (200,), f"cancel {flag}")
+        r.answered[flag] = "returned"
+        assert r.checked(r.world().shelves(goods)) == {"default": 0, **dict.fromkeys(places, 1)}
+    finally:
+        stack.edge.make_location("default", 0, True)
+
+
+def test_a_backordered_line_taking_a_unit_from_four_64_character_locations(
+    stack: Stack,
+) -> None:
+    """Found on MariaDB (a 500, the same column of 200 as on PostgreSQL): four 64-character
+    locations with a unit each, a backordered deduction of 366 takes the four and owes the
+    rest (the machine's steps on its other goods id left out)."""
+    r = Replay(stack)
+    goods = r.new_goods(0, limit=stack.max_level)
+    places = [r.location(priority=0) for _ in range(4)]
+    for place in places:
+        r.step(r.edge.set_at(goods, place, 1), (200,), f"a unit at {place}")
+    _, answer = r.deduct([{"goodsId": goods, "goodsNum": 366}], fill="backorder")
+    assert answer.body["outcome"] == "backordered", answer
+    assert answer.body["backordered"] == [{"goodsId": goods, "num": 362}], answer
+
+
+def test_a_stale_holder_s_refusal_read_before_a_restock_is_refused(stack: Stack) -> None:
+    """Found shrunk to this: a goods id at 0; a stale holder reads it for a deduction of 1,
+    stalls; a newer holder restocks 1; the stale one commits its refusal (`insufficient`,
+    decided for good) although the unit it was refused for was there: a refusal writes no
+    level, yet it was read under the same lock."""
+    r = Replay(stack)
+    goods = r.new_goods(0)
+    flag = r.new_id("f")
+
+    def newer_holder() -> None:
+        r.step(r.edge.adjust(goods, {"delta": 1, "reason": "restock"}), (201,), "restock 1")
+
+    request = Request(flag, {goods: 1})
+    run = run_stale(stack.engine, stack.store, stack.locks, request, newer_holder, [flag])
     r.checked()
     assert run.overtaken and run.refused and not run.wrote, run
