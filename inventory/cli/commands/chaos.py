@@ -46,6 +46,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-fencing", action="store_true", help="run the replicas with FENCING=false for the run"
     )
+    p.add_argument(
+        "--no-skew",
+        action="store_true",
+        help="every host on the true clock (by default each order and stock host runs its own, "
+        "within 2 s of it; INVENTORY_CHAOS_SKEW=off does the same)",
+    )
     p.add_argument("--seed", type=int, default=1, help="random seed of buyers and nemesis")
     p.add_argument("--report", metavar="DIR", default="chaos-report", help="where the report goes")
 
@@ -73,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         settings=settings,
         seed=args.seed,
         folder=Path(args.report),
+        skew=not args.no_skew,
     )
     try:
         result = run_chaos(config, say=console.print)
