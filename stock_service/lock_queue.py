@@ -92,7 +92,7 @@ class TopGoods:
         LOCK_QUEUE_WAITERS.labels(shortest).set(0)
         return True
 
-    def refused(self, name: str) -> str:
+    def refusal_label(self, name: str) -> str:
         """A refusal's label: its goods id's (a refused goods id's queue is full: as hot as one
         gets) while the process's labels last, else `other`."""
         if name not in self.labelled and len(self.labelled) < self.labels:
@@ -122,7 +122,7 @@ class LockQueues:
             for name in wanted:
                 waiters = self._waiters.get(name, 0)
                 if self.bound is not None and waiters >= self.bound:
-                    LOCK_QUEUE_REFUSALS.labels(self.top.refused(name)).inc()
+                    LOCK_QUEUE_REFUSALS.labels(self.top.refusal_label(name)).inc()
                     named = name if name in goods else min(goods, default=name)
                     raise LockQueueFull(name, named, waiters, self.backend)
             for name in wanted:

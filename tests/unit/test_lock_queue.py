@@ -78,7 +78,7 @@ def test_the_gauge_shows_the_longest_queues_and_sums_the_rest_within_the_label_c
     queue("d", 9)  # a fourth label would pass the cap: d stays in other
     assert top.shown == {"a": 3, "c": 5} and top.other == 11
     assert top.labelled == {"a", "b", "c"}
-    assert (top.refused("b"), top.refused("d")) == ("b", OTHER)
+    assert (top.refusal_label("b"), top.refusal_label("d")) == ("b", OTHER)
     queue("c", 0)
     queue("b", 4)  # labelled before: it may come back within the cap
     assert (top.shown, top.other) == ({"a": 3, "b": 4}, 9)
