@@ -5,6 +5,7 @@ its turn up so that batches run side by side."""
 from __future__ import annotations
 
 import threading
+import time
 
 from order_service.stock_turn import StockTurns
 
@@ -65,3 +66,25 @@ def test_a_batch_in_trouble_gives_its_turn_up_and_an_error_ends_it() -> None:
     with turns.taken(lambda: None):  # the failed call gave its turn up
         pass
     assert detached == ["troubled"] * 3 + ["beside"]  # in trouble: the lane let go too
+
+
+def test_a_turn_held_by_a_stuck_call_is_waited_for_no_longer_than_the_patience() -> None:
+    turns = StockTurns(patience=0.05)
+    stuck, done = threading.Event(), threading.Event()
+
+    def stuck_call() -> None:
+        with turns.taken(lambda: None):
+            stuck.set()
+            assert done.wait(10)
+
+    thread = threading.Thread(target=stuck_call)
+    thread.start()
+    assert stuck.wait(5)
+    started = time.monotonic()
+    with turns.taken(lambda: None):  # beside the stuck one, after the patience
+        waited = time.monotonic() - started
+    assert 0.04 <= waited < 2.0
+    done.set()
+    thread.join(5)
+    # The stuck call's end gave its turn up; the one that went beside had none to give.
+    assert turns._turn.acquire(timeout=1)
