@@ -7,6 +7,7 @@ and the refusal in the metrics."""
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -16,9 +17,15 @@ import redis as redis_lib
 from shared.contract import CALLER_TIMEOUT_HEADER
 from shared.metrics import scrape
 from shared.settings import Settings
-from tests.conftest import unique
+from tests.conftest import ADMIN, unique
 from tests.helpers import Services, held_by_another_thread, running_services
-from tests.integration.test_combining import flags_in_redis, set_flags
+from tests.integration.test_combining import (
+    ClaimAfter,
+    Holder,
+    flags_in_redis,
+    queued,
+    set_flags,
+)
 from tests.waiting import wait_for
 
 
@@ -28,7 +35,10 @@ def line(goods: str) -> list[dict[str, Any]]:
 
 def timed_put(s: Services, path: str, body: Any, headers: dict[str, str]) -> tuple[float, Any]:
     started = time.monotonic()
-    answer = s.stock_app.test_client().put(path, json=body, headers=headers)
+    client = s.stock_app.test_client()
+    answer = (
+        client.put(path, json=body, headers=headers) if body else client.put(path, headers=headers)
+    )
     return time.monotonic() - started, answer
 
 
@@ -64,7 +74,7 @@ def test_no_wait_for_a_lock_outlives_its_caller_and_a_batch_answers_within_its_b
         assert (s.level(held), s.level(free)) == (5, 4)
         assert s.flows(flag=lone) == [] and s.flows(flag=stalled) == []
         # Sent again once the lock is free, each is deducted once.
-        again = s.stock.put(f"/reduceStock/{stalled}", json=line(held))
+        again: Any = s.stock.put(f"/reduceStock/{stalled}", json=line(held))
         assert again.json["outcome"] == "deducted"
         assert s.level(held) == 4
 
@@ -106,11 +116,12 @@ def test_past_lock_queue_max_a_newcomer_is_refused_at_once_naming_the_goods_and_
                         {"flag": beside, "lines": line(free)},
                     ]
                 }
-                results = s.stock.put("/reduceStock", json=body).json["results"]
+                batched_answer: Any = s.stock.put("/reduceStock", json=body)
+                results = batched_answer.json["results"]
                 assert results[0]["outcome"] == "not_attempted", results
                 assert (results[0]["goodsId"], results[0]["retryAfter"]) == (hot, 1)
                 assert results[1]["outcome"] == "deducted", results
-            answers = [f.result(30) for f in queued]
+            answers: list[Any] = [f.result(30) for f in queued]
         assert [a.json["outcome"] for a in answers] == ["deducted", "deducted"]
         assert queues.waiters(hot) == 0
         assert flags_in_redis(s, [late, batched]) == [late, batched]
@@ -118,3 +129,52 @@ def test_past_lock_queue_max_a_newcomer_is_refused_at_once_naming_the_goods_and_
         assert (s.level(hot), s.level(free)) == (8, 9)
         flags = redis_lib.Redis.from_url(s.settings.redis_url)
         assert flags.exists(first) == 0  # decided: forgotten
+
+
+def test_a_return_and_an_adjustment_sharing_a_hold_each_end_in_their_own_time(
+    settings: Settings,
+) -> None:
+    """A return of a stalled goods id (its caller waits 3 s) and a restock of a free one,
+    combined in one batch: the restock is made and answered at once; the return is answered
+    503 within its caller's time (LOCK_TIMEOUT is 20 s), nothing returned, and is made once
+    the lock is free."""
+    with running_services(settings.with_(lock_timeout=20.0)) as s:
+        deps = s.stock_app.extensions["stock"]
+        stalled, free, pilot_goods = unique("stalled"), unique("free"), unique("pilot")
+        for goods in (stalled, free, pilot_goods):
+            s.seed(goods, 5)
+        bought, pilot = unique("flag"), unique("flag")
+        set_flags(s, bought, pilot)
+        assert s.stock.put(f"/reduceStock/{bought}", json=line(stalled)).status_code == 200
+        stuck = Holder(deps.locks, [stalled])
+        # The pilot's batch leads the lane, its claim not made yet, while the two queue.
+        go_on = threading.Event()
+        deps.deduction.runner.locks = ClaimAfter(deps.locks, go_on)
+        client = s.stock_app.test_client
+        try:
+            with ThreadPoolExecutor(3) as pool:
+                first = pool.submit(client().put, f"/reduceStock/{pilot}", json=line(pilot_goods))
+                queued(deps, 0)
+                wait = {CALLER_TIMEOUT_HEADER: "3000"}
+                back = pool.submit(timed_put, s, f"/returnStock/{bought}", None, wait)
+                queued(deps, 1)
+                restock = {"reason": "restock", "delta": 3}
+                path = f"/stock/{free}/adjustments"
+                made = pool.submit(client().post, path, json=restock, headers=ADMIN)
+                queued(deps, 2)
+                go_on.set()  # the return and the restock now form one batch
+                freed = time.monotonic()
+                assert first.result(30).status_code == 200
+                adjusted: Any = made.result(30)
+                adjusted_after = time.monotonic() - freed
+                waited, returned = back.result(30)
+            assert adjusted.status_code == 201 and adjusted.json["num"] == 8, adjusted.json
+            assert adjusted_after < 1.0, adjusted_after
+            assert (returned.status_code, returned.json["dependency"]) == (503, "lock")
+            assert waited < 5.0, waited
+            assert s.level(stalled) == 4  # nothing returned
+        finally:
+            stuck.release()
+        again: Any = s.stock.put(f"/returnStock/{bought}")
+        assert (again.status_code, again.json["outcome"]) == (200, "returned"), again.json
+        assert s.level(stalled) == 5
