@@ -72,13 +72,21 @@ Where = tuple[Path, ast.AST]
 
 
 def _definitions() -> dict[str, list[Where]]:
-    """Every function and method of the product, by name, with its module."""
+    """Every function and method of the product, by name, with its module; a method also as
+    `Class.name`, so a call through its class (`DatabaseTimeouts.of(settings)`) follows that
+    class's method, not every method of the name."""
     found: dict[str, list[Where]] = {}
     for package in PRODUCT:
         for path in sorted((ROOT / package).rglob("*.py")):
-            for node in ast.walk(ast.parse(path.read_text())):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
                 if isinstance(node, ast.FunctionDef):
                     found.setdefault(node.name, []).append((path, node))
+                if isinstance(node, ast.ClassDef):
+                    for item in node.body:
+                        if isinstance(item, ast.FunctionDef):
+                            key = f"{node.name}.{item.name}"
+                            found.setdefault(key, []).append((path, item))
     return found
 
 
@@ -106,6 +114,9 @@ def _read_by(entry: str) -> set[str]:
                     name = (
                         callee.id if isinstance(callee, ast.Name) else getattr(callee, "attr", "")
                     )
+                    owner = getattr(callee, "value", None)
+                    if isinstance(owner, ast.Name) and f"{owner.id}.{name}" in definitions:
+                        name = f"{owner.id}.{name}"
                     # a function of the same module if it defines one of that name (the
                     # reconciler's `serve` is not the relay's), else any of that name
                     found = definitions.get(name, [])
