@@ -12,7 +12,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from inventory.chaos import ha_faults, slow_attempts, stock_faults, zookeeper_faults
+from inventory.chaos import (
+    ha_faults,
+    slow_attempts,
+    stalled_lock,
+    stock_faults,
+    zookeeper_faults,
+)
 from inventory.chaos.processes import kill_replica, restart
 from inventory.chaos.workload import SCARCE
 from inventory.cluster import netns, nodes, pg_ha, redis_ha, topology
@@ -56,6 +62,15 @@ FAULTS: dict[str, Fault] = {
             2 * SESSION,
             stock_faults.pause_stock_worker,
             stock_faults.resume_paused,
+        ),
+        Fault(
+            "stall-lock-holder",
+            f"a hot goods id's lock taken by a client of the run's own (the stock service's "
+            f"recipe and identity) and held {stalled_lock.STALL:g} s: its batches' other "
+            "members must not wait for it (ST)",
+            stalled_lock.STALL,
+            stalled_lock.inject,
+            stalled_lock.heal,
         ),
         Fault(
             "kill-stock-workers",
@@ -196,6 +211,9 @@ FAULTS: dict[str, Fault] = {
     )
 }
 QUICK = (
+    # First, right after the fault-free baseline ST compares it with, before any other fault
+    # has left the cluster anything to settle
+    "stall-lock-holder",
     "zk-cut-stock",
     "pause-stock-worker",
     "kill-zk-leader",
@@ -227,6 +245,7 @@ def heal_everything(state: ClusterState) -> None:
     zookeeper_faults.forget()
     ha_faults.forget()
     slow_attempts.forget()
+    stalled_lock.forget()
     for proc in state.procs.values():
         if not proc.alive():
             proc.start(Path(state.home))

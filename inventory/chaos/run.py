@@ -39,6 +39,8 @@ from inventory.chaos import (
     report,
     reservations,
     slow_attempts,
+    stall_check,
+    stalled_lock,
 )
 from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
@@ -128,6 +130,7 @@ def _under_load(
     ha_faults.attempts.clear()
     slow_attempts.held.clear()
     slow_attempts.scarce[:] = list(goods.scarce)  # the story empties and stocks them
+    stalled_lock.begin(list(goods.hot))  # stall-lock-holder holds one's lock
     started = time.monotonic()
     wall_start = utcnow()  # the run's second 0 on the databases' clock (the same machine's)
     load.start(started)
@@ -217,6 +220,7 @@ def _under_load(
             )
             verdicts.append(verdict)
             late_figures.append(numbers)
+        stall_figures = stall_check.judge(load.ops, started, config.baseline, verdicts)
         say(f"{load.now():6.1f} s  checking the adjustments and the stock events the consumer got")
         verdicts += side.check(stock_engine)
         if goods.located:
@@ -252,6 +256,8 @@ def _under_load(
         summary["intruder"] = intruder.summary(ha_faults.attempts)
     if late_figures:
         summary["late_attempts"] = late_figures
+    if stall_figures:
+        summary["stalled_lock"] = stall_figures
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
     side.write(config.folder)
