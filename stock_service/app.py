@@ -64,6 +64,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         settings.deduct_batch_max,
         settings.deduct_batch_patience,
         settings.max_stock_level,
+        queue_max=settings.lock_queue_max,
     )
     deduction = StockDeduction(
         store, redis_client, locks, policy, faults, events=settings.stock_events

@@ -9,7 +9,6 @@ import logging
 
 from apiflask import APIBlueprint
 from flask import Response, jsonify, request
-from flask.blueprints import BlueprintSetupState
 from pydantic import Field
 
 from shared.schemas import Unavailable
@@ -60,8 +59,3 @@ def install_waits(bp: APIBlueprint) -> None:
             "retryAfter": exc.retry_after,
         }
         return jsonify(body), 503, {"Retry-After": str(exc.retry_after)}
-
-    @bp.record_once
-    def _queue_bound(state: BlueprintSetupState) -> None:
-        deps = state.app.extensions["stock"]
-        deps.deduction.runner.queues.bound = deps.settings.lock_queue_max
