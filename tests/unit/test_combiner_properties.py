@@ -479,7 +479,10 @@ def test_the_generated_worlds_line_up_the_story() -> None:
     to its goods, with enough on the shelf at the end for the refused order."""
     found = []
 
-    @settings(max_examples=300, deadline=None)
+    # Derandomized: this asks whether the generator reaches the story at all, and a draw of
+    # 300 worlds that happened to miss it failed a run (once in the suite, here); a fixed
+    # seed answers the same question every time.
+    @settings(max_examples=300, deadline=None, derandomize=True)
     @given(world=worlds())
     def look(world: World) -> None:
         snap = world.snap
