@@ -106,3 +106,22 @@ def test_a_stale_holder_s_refusal_read_before_a_restock_is_refused(stack: Stack)
     run = run_stale(stack.engine, stack.store, stack.locks, request, newer_holder, [flag])
     r.checked()
     assert run.overtaken and run.refused and not run.wrote, run
+
+
+def test_a_transfer_reference_differing_only_in_case_is_answered(stack: Stack) -> None:
+    """Found on MariaDB (503 "lock lost ... overtaken on every attempt"): a goods id at the
+    cap, a 64-character location, a transfer of 1 with reference R, then the same transfer
+    with R upper-cased. Whatever the answer (the same transfer, or a new one), not a 503,
+    and what moved is what was answered (the machine's policy steps and unused locations
+    left out)."""
+    r = Replay(stack)
+    goods = r.new_goods(stack.max_level)
+    there = r.location(priority=0)
+    reference = r.new_id("PO")[:40]
+    first = r.step(r.edge.send(goods, "default", there, 1, reference), (201,), reference)
+    again = r.step(r.edge.send(goods, "default", there, 1, reference.upper()), (200, 201), "R")
+    moved = 2 if again.status == 201 else 1
+    assert again.status == 201 or again.body["transferId"] == first.body["transferId"], again
+    world = r.world()
+    in_transit = sum(int(t.units) for t in world.of(world.transfers, goods))
+    assert (world.shelves(goods)["default"], in_transit) == (stack.max_level - moved, moved)
