@@ -25,26 +25,19 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
 from coordination.combining import BatchHandle, Combiner
 from order_service import transitions
-from order_service.backorders import backordered
-from order_service.fill_store import Confirmed
-from order_service.fills import ALL, Fill, filled_of
+from order_service.batch_results import BatchResult, KeyTaken, Placed, concluded
+from order_service.fills import ALL, Fill
 from order_service.flags import FlagWriter
 from order_service.model import (
-    BACKORDERED,
-    FAILED,
-    INSUFFICIENT_STOCK,
     OUTCOME_UNKNOWN,
     PENDING,
     REDIS_UNAVAILABLE,
-    VOIDED,
     OrderRequest,
-    OrderState,
 )
 from order_service.stock_batch import reduce_many
 from order_service.stock_client import StockAnswer, StockClient
@@ -58,40 +51,6 @@ from shared.settings import FLAG_WRITES
 log = logging.getLogger(__name__)
 LANE = "orders"  # one lane per process: a batch takes whatever queued behind the one before
 
-
-@dataclass(frozen=True)
-class Placed:
-    """Written to its outcome by the batch (or found moved on: a cancel, the reconciler)."""
-
-    order: OrderState
-    code: str | None = None  # the reason's code of a FAILED order, for the metrics
-    unavailable: str | None = None  # the dependency whose failure decided the outcome
-    shortfalls: tuple[dict[str, object], ...] = ()
-    batch: int = 1  # the orders of its batch
-    confirmed: Confirmed | None = None  # what it filled, and where from
-
-
-@dataclass(frozen=True)
-class Unclear:
-    """PENDING, its outcome not learned: its own thread polls the flow, then voids."""
-
-    answer: StockAnswer
-    batch: int = 1
-
-
-@dataclass(frozen=True)
-class Rejected:
-    """The stock service knows none of some of its own goods ids (never a whole call's 4xx)."""
-
-    answer: StockAnswer
-
-
-@dataclass(frozen=True)
-class KeyTaken:
-    """Its Idempotency-Key holds another order (a concurrent submit, or a cancel before it)."""
-
-
-BatchResult = Placed | Unclear | Rejected | KeyTaken
 Item = tuple[NewOrder, OrderRequest]
 
 
@@ -171,37 +130,27 @@ class OrderBatches:
         fills = {order.order_id: order.fill for order in orders if not order.fill.plain}
         with self.turns.taken(in_trouble) as in_trouble_calling:  # two groups: stock_turn.py
             answers = self.call_stock(wanted, in_trouble_calling, holds, fills)
-        finishes: list[Finish] = []
-        results: dict[str, BatchResult] = {}
-        for order in orders:
-            answer = answers[order.order_id]
-            request = requests[order.order_id]
-            if answer.outcome == Outcome.INSUFFICIENT:
-                shortfalls = tuple(_shortfalls(answer))
-                finishes.append(Finish(order.order_id, FAILED, INSUFFICIENT_STOCK, shortfalls))
-            elif answer.outcome == Outcome.VOIDED:
-                why = f"{VOIDED}: the flag was voided before this call"
-                finishes.append(Finish(order.order_id, FAILED, why))
-            elif answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
-                finishes.append(Finish(order.order_id, FAILED, f"{VOIDED}: cancelled meanwhile"))
-            elif answer.outcome == Outcome.DEDUCTED and (filled := deducted(order, answer)):
-                finishes.append(
-                    Finish(
-                        order.order_id,
-                        request.confirmed,
-                        shortfalls=tuple(filled.filled.shortfalls(order.lines)),
-                        hold_for=request.pay_within,
-                        confirmed=filled,
-                    )
-                )
-            elif answer.outcome == Outcome.BACKORDERED and (
-                owing := backordered(order.order_id, order.lines, answer.body)
-            ):  # what was on hand taken, the rest owed: its line waits (backorders.py)
-                finishes.append(Finish(order.order_id, BACKORDERED, confirmed=owing))
-            elif answer.outcome == "rejected":
-                results[order.order_id] = Rejected(answer)
-            else:
-                results[order.order_id] = Unclear(answer, len(orders))
+        return self.conclude(orders, requests, answers)
+
+    def place_alone(self, order: NewOrder, request: OrderRequest) -> BatchResult:
+        """An order its batch's call answered `not_attempted` (its lock not had within the
+        call's budget): sent again alone, on the article's route, in its own request's thread
+        (its order and flag are written already), which waits for its lock as long as a lone
+        order's call does, while its batch's other orders have their answers."""
+        fill = {order.order_id: order.fill} if not order.fill.plain else {}
+        holds = frozenset({order.order_id}) if order.pay_within else frozenset()
+        answers = self.call_stock({order.order_id: order.lines}, holds=holds, fills=fill)
+        return self.conclude([order], {order.order_id: request}, answers)[order.order_id]
+
+    def conclude(
+        self,
+        orders: list[NewOrder],
+        requests: Mapping[str, OrderRequest],
+        answers: Mapping[str, StockAnswer],
+    ) -> dict[str, BatchResult]:
+        """Step 7: what each answer makes of its order, the known outcomes finished in one
+        transaction (batch_results.py)."""
+        finishes, results = concluded(orders, requests, answers)
         results.update(self.finish(finishes, batch=len(orders)))
         return results
 
@@ -281,20 +230,3 @@ class OrderBatches:
             " ".join(f.order_id for f in finishes),
         )
         return results
-
-
-def deducted(order: NewOrder, answer: StockAnswer) -> Confirmed | None:
-    """What a `deducted` answer filled of the order, from the flow rows it says its commit
-    wrote (all or nothing: exactly its lines; partial: some of each, some none) and the
-    allocations it answered; None when it carries no rows, or rows that are not its lines."""
-    body = answer.body if isinstance(answer.body, dict) else {}
-    filled = filled_of(order.lines, order.fill, body.get("flows"), body)
-    if filled is None:
-        return None
-    return Confirmed(order.order_id, filled, lines=not order.fill.plain)
-
-
-def _shortfalls(answer: StockAnswer) -> list[dict[str, object]]:
-    if isinstance(answer.body, dict):
-        return list(answer.body.get("shortfalls") or [])
-    return []

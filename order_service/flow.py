@@ -3,27 +3,25 @@
     create the order (PENDING) -> write the flag to Redis -> call the stock service
     (retries carry the same flag) -> confirm through the stock flow, polling with backoff
 
-The first three and the finish run for a batch of orders at a time (order_service/batching.py:
-one transaction, one pipeline, one stock call for the orders of this process that arrived
-together); this module is one order's way through them, and the slow path, which each order
-takes in its own request's thread: polling the flow and voiding.
+The first three and the finish run for a batch of orders at a time (batching.py: one
+transaction, one pipeline, one stock call); this module is one order's way through them, and
+the slow path each takes in its own request's thread: polling the flow and voiding.
 
 What each answer of the stock service makes of the order:
 - deducted: the answer carries the stock-flow rows its commit wrote (the rows GET /stockFlow
-  returns): confirmed from them, CONFIRMED, with no read back. The answer is sent only after
-  the commit, so reading the same rows again would tell nothing more; it cost a whole HTTP
-  request and a database read on each side per order.
-- duplicate (the deduction was made by another attempt), or a deducted answer without its rows:
-  the polls read the flow, the article's way, and the order is CONFIRMED.
-- backordered (fill=backorder): what was on hand taken, the rest owed: BACKORDERED with each
-  line's units taken (order_service/backorders.py); owed units are in no flow, so a backorder's
-  slow path polls the stock database's decision (GET /flags) instead of the flow.
-- insufficient, voided: a decision of the stock database, recorded before the answer, that
-  nothing was deducted and nothing ever will be (a late attempt of the flag, one that passed
-  the Redis check before the refusal, finds the decision): FAILED at once, and a 409 for lack
-  of stock holds whatever comes back to the shelf afterwards.
+  returns): confirmed from them, CONFIRMED, with no read back (the answer is sent only after
+  the commit: reading the rows again would tell nothing more, at an HTTP request's cost).
+- not attempted (its lock not had within its batch's budget): sent again alone, in its own
+  request's thread, so it never holds its batch's other orders up.
+- duplicate (deducted by another attempt), or deducted without its rows: the polls read the
+  flow, the article's way, and the order is CONFIRMED.
+- backordered (fill=backorder): BACKORDERED with each line's units taken (backorders.py);
+  owed units are in no flow, so its slow path polls the decision (GET /flags), not the flow.
+- insufficient, voided: the stock database's decision, recorded before the answer, that
+  nothing was and nothing ever will be deducted (a late attempt finds it): FAILED at once, and
+  a 409 for lack of stock holds whatever comes back to the shelf afterwards.
 - unknown_flag: the flag is live neither in Redis nor in the stock database (Redis lost it):
-  the flag is written again and the call made again.
+  written again and the call made again.
 - unknown goods, the order's own result (the single route's 404 naming its goods ids, or its
   `unknown_goods` in a batch), with no unanswered attempt before it: the order is removed and
   the buyer told 422. A 4xx about the whole call (413, a batch's 400/422) is no such result
@@ -34,9 +32,8 @@ What each answer of the stock service makes of the order:
   CONFIRMED, refused or voided FAILED. Undecided, or no answer: the order stays PENDING with
   its reason, and the elected reconciler deducts again under the same flag once the
   dependency is back (and voids it only after RECONCILE_VOID_AFTER).
-So an order is FAILED only on a decision of the stock database, never on a guess, and no
-answer is ever contradicted by the order's final state. The answer is made from the row as the
-write left it: a reconciler that settled the order first wins, and the answer says what it did.
+So an order is FAILED only on the stock database's decision, never a guess, and no answer is
+contradicted by the order's final state: it is made from the row as the write left it.
 
 This module speaks of orders, not HTTP: the routes (api.py) turn a Placement into a status.
 """
@@ -53,7 +50,8 @@ import redis
 
 from coordination.locks import LockTimeout
 from order_service import settlement, transitions
-from order_service.batching import KeyTaken, OrderBatches, Placed, Rejected
+from order_service.batch_results import KeyTaken, Placed, Rejected, Unclear
+from order_service.batching import OrderBatches
 from order_service.fill_store import Confirmed
 from order_service.fills import Filled
 from order_service.model import (
@@ -132,6 +130,8 @@ class OrderFlow:
             result = self.batches.submit(new, request, self.queue_patience)
         except LockTimeout as exc:  # queued past its patience: nothing was written
             raise OrdersBusy(str(exc)) from exc
+        if isinstance(result, Unclear) and result.answer.not_attempted:
+            result = self.batches.place_alone(new, request)  # never held its batch up
         if isinstance(result, KeyTaken):
             # Two submits with one key raced, or the key was cancelled before: the unique key
             # let exactly one row through. Gone since: that order was rejected and removed.
