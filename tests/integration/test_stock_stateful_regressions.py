@@ -125,3 +125,24 @@ def test_a_transfer_reference_differing_only_in_case_is_answered(stack: Stack) -
     world = r.world()
     in_transit = sum(int(t.units) for t in world.of(world.transfers, goods))
     assert (world.shelves(goods)["default"], in_transit) == (stack.max_level - moved, moved)
+
+
+def test_a_stale_holder_s_give_up_behind_an_older_line_is_refused(stack: Stack) -> None:
+    """Found with a second line waiting (the machine's steps on its other goods id, and the
+    returns the newer holders refused, left out): a goods id at 1 owes 9,999 to an older
+    line and 10,000 to a newer one, handed nothing; a stale holder reads the newer line's
+    cancel and stalls; a newer holder restocks 5 (handed to the older line, oldest first);
+    the stale give-up, which writes no level, committed all the same."""
+    r = Replay(stack)
+    goods = r.new_goods(1, limit=stack.max_level)
+    for owes in (9_999, 10_000):
+        flag, answer = r.deduct([{"goodsId": goods, "goodsNum": 10_000}], fill="backorder")
+        assert answer.body["backordered"] == [{"goodsId": goods, "num": owes}], answer
+    request = stale_return(stack.store, flag)
+
+    def newer_holder() -> None:
+        r.step(r.edge.adjust(goods, {"delta": 5, "reason": "restock"}), (201,), "restock 5")
+
+    run = run_stale(stack.engine, stack.store, stack.locks, request, newer_holder, [flag])
+    r.checked()
+    assert run.overtaken and run.refused and not run.wrote, run
