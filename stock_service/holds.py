@@ -5,10 +5,9 @@ committed, and carry what is still waited for on, each request until its own dea
 Usually every name is held within the patience, and one hold serves the whole batch, with the
 requests that queued meanwhile and need no other name (late joiners). If not (a name held by a
 stalled or dead holder elsewhere), the requests whose names are all held are served and
-answered at once, the names only they needed are released, the lane is handed on so this
-process's next batch can start, and the rest keeps waiting, each request until its own
-deadline, in the thread of one of them (never the thread of a request already answered): one
-slow lock never stalls other goods, and a committed request is never kept waiting for the rest.
+answered at once, the names only they needed released, the lane handed on, and the rest waits
+in the thread of one of its own, each request until its deadline, holding the names it has for
+`partial_hold` at most: one slow lock never stalls other goods, nor a committed request.
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from coordination.locks.base import Claim
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
+from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 from stock_service.core.plan import Decision, Request
 from stock_service.decide import decide_batch
 from stock_service.lock_queue import LockQueues
@@ -71,6 +71,8 @@ class LockPolicy:
     patience: float = 0.1
     max_level: int | None = None
     queue_max: int | None = None  # waiters of one lock in this process (lock_queue.py)
+    # How long a request waiting for a name may hold the others it needs (_serve_rest).
+    partial_hold: float = DEDUCT_BATCH_BUDGET_DEFAULT
 
 
 class BatchRunner:
@@ -89,6 +91,7 @@ class BatchRunner:
         self.fencing = policy.fencing
         self.batch_max = policy.batch_max
         self.patience = policy.patience
+        self.partial_hold = policy.partial_hold
         self.max_level = policy.max_level
         self.forget_flags = forget_flags
         self.faults = faults
@@ -156,10 +159,9 @@ class BatchRunner:
         return [a if a is not None else LockTimeout("not served") for a in results]
 
     def _first_wait(self, claim: Claim, deadlines: list[float]) -> frozenset[str]:
-        """The names held within the patience. A lock service whose connection is being
-        re-established (a ZooKeeper leader election) is waited for within the requests' own
-        time, not the patience: a deduction that arrives during an election is served once it
-        is over, instead of failing at once (and its order being voided)."""
+        """The names held within the patience. A lock service reconnecting (a ZooKeeper
+        election) is waited for within the requests' own time, not the patience: a deduction
+        arriving then is served once it is over, not failed at once (its order voided)."""
         try:
             return claim.wait(min(max(deadlines), time.monotonic() + self.patience))
         except LockUnavailable:
@@ -176,11 +178,20 @@ class BatchRunner:
         handle: BatchHandle[Request, Answer],
     ) -> None:
         """The rest of a split batch: wait for its names, serving each request once its names
-        are held and timing each out at its own deadline; each answered at once."""
+        are held and timing each out at its own deadline; each answered at once.
+
+        One that holds some of its names while it waits for another (a stalled holder's) keeps
+        them from their other buyers: after `partial_hold` it is given up (LockTimeout, nothing
+        written, its names released). One that holds none blocks nobody: it waits on."""
+        partial_until = time.monotonic() + self.partial_hold
         while rest:
             claim.release(frozenset(claim.names) - frozenset().union(*(needs[i] for i in rest)))
+            holding = [i for i in rest if needs[i] & claim.held]
+            until = min(deadlines[i] for i in rest)
+            if holding:
+                until = min(until, max(partial_until, time.monotonic()))
             try:
-                held = claim.wait(min(deadlines[i] for i in rest))
+                held = claim.wait(until)
                 ready = [i for i in rest if needs[i] <= held]
                 if ready:
                     self._serve(claim, requests, needs, ready, results, time.perf_counter())
@@ -189,7 +200,8 @@ class BatchRunner:
                     results[i] = exc
                 ready = rest
             now = time.monotonic()
-            expired = [i for i in rest if i not in ready and deadlines[i] <= now]
+            gone = [i for i in holding if partial_until <= now]  # held a part too long
+            expired = [i for i in rest if i not in ready and (deadlines[i] <= now or i in gone)]
             for i in expired:
                 missing = sorted(needs[i] - claim.held)
                 results[i] = LockTimeout(f"lock {missing[0]!r} not acquired in time")
