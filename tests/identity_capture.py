@@ -145,9 +145,23 @@ class SqlCalls:
         self.statements: list[str] = []
         self.denied: list[str] = []
         event.listen(engine, "before_cursor_execute", self._seen)
+        # Every refusal, also one the program catches: a reconciler's pass logs and passes an
+        # item or a listing that fails, and goes on, so its refusal ends nothing.
+        event.listen(engine, "handle_error", self._failed)
 
     def _seen(self, _conn: Any, _cursor: Any, statement: str, *_rest: Any) -> None:
         self.statements.append(statement)
+
+    def _failed(self, context: Any) -> None:
+        self._note(context.original_exception)
+
+    def _note(self, orig: object) -> bool:
+        if type(orig).__name__ != "InsufficientPrivilege":
+            return False
+        said = str(orig).splitlines()[0]
+        if said not in self.denied:
+            self.denied.append(said)
+        return True
 
     def rights(self) -> set[Right]:
         return set().union(*(statement_rights(s) for s in self.statements))
@@ -158,10 +172,8 @@ class SqlCalls:
         try:
             yield
         except Exception as exc:
-            orig = getattr(exc, "orig", None)
-            if type(orig).__name__ != "InsufficientPrivilege":
+            if not self._note(getattr(exc, "orig", None)):
                 raise
-            self.denied.append(str(orig).splitlines()[0])
 
 
 # --- ZooKeeper -------------------------------------------------------------------------------
