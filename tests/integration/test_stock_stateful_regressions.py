@@ -146,3 +146,34 @@ def test_a_stale_holder_s_give_up_behind_an_older_line_is_refused(stack: Stack) 
     run = run_stale(stack.engine, stack.store, stack.locks, request, newer_holder, [flag])
     r.checked()
     assert run.overtaken and run.refused and not run.wrote, run
+
+
+def test_a_compare_and_swap_expecting_one_past_the_cap_is_answered_stale(stack: Stack) -> None:
+    """Found as the machine printed it: a goods id at MAX_STOCK_LEVEL, a count of the default
+    location expecting one more than the cap (a level returns can leave) was a 400, as if no
+    level could ever be there; it is a compare-and-swap that is stale (409, nothing changed)."""
+    r = Replay(stack)
+    goods = r.new_goods(stack.max_level)
+    body = {"num": 4930, "reason": "count", "expected": stack.max_level + 1}
+    answer = r.step(r.edge.adjust(goods, {**body, "location": "default"}), (409,), "count")
+    assert answer.body["num"] == stack.max_level, answer
+
+
+def test_a_level_a_return_lifted_past_the_cap_takes_a_loss_and_a_count(stack: Stack) -> None:
+    """The path behind it (found by the machine's first invariant, that no level may pass the
+    cap, before the cap was stated as bounding adjustments alone): at the cap, 2 sold, 2
+    restocked, the sale cancelled: the return lifts the level to the cap + 2. Such a level
+    takes a loss that leaves it above the cap and a compare-and-swap naming it, and refuses a
+    restock (409)."""
+    r = Replay(stack)
+    top = stack.max_level
+    goods = r.new_goods(top)
+    flag, _ = r.deduct([{"goodsId": goods, "goodsNum": 2}])
+    r.step(r.edge.adjust(goods, {"delta": 2, "reason": "restock"}), (201,), "restock 2")
+    r.step(r.edge.cancel(flag), (200,), f"cancel {flag}")
+    r.answered[flag] = "returned"
+    assert r.world().shelves(goods) == {"default": top + 2}
+    r.step(r.edge.adjust(goods, {"delta": 1, "reason": "restock"}), (409,), "restock past")
+    r.step(r.edge.adjust(goods, {"delta": -1, "reason": "damaged"}), (201,), "a loss")
+    swap = {"num": top - 5, "reason": "count", "expected": top + 1}
+    r.step(r.edge.adjust(goods, swap), (201,), "a count naming the level")
