@@ -27,6 +27,7 @@ from stock_service.ledger_schemas import (
     policy_model,
     threshold_model,
 )
+from stock_service.location_schemas import NotFound
 from stock_service.locations_api import known_location
 from stock_service.schemas import GoodsPath, UnknownGoods
 
@@ -55,7 +56,11 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
             {
                 201: (Adjusted, "Made: the ledger entry and the level after"),
                 403: ADMIN_OFF,
-                404: (UnknownGoods, "No stock row for this goods id, or no such location"),
+                404: (
+                    NotFound,
+                    "No stock row for this goods id (`goodsIds`), or no such location "
+                    "(`locations`): nothing written",
+                ),
                 409: (
                     Stale,
                     "Nothing changed: the level is not the one `expected` (stale), or the "
