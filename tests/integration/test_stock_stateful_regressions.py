@@ -177,3 +177,22 @@ def test_a_level_a_return_lifted_past_the_cap_takes_a_loss_and_a_count(stack: St
     r.step(r.edge.adjust(goods, {"delta": -1, "reason": "damaged"}), (201,), "a loss")
     swap = {"num": top - 5, "reason": "count", "expected": top + 1}
     r.step(r.edge.adjust(goods, swap), (201,), "a count naming the level")
+
+
+def test_the_default_location_made_active_again_hands_its_units_to_lines_waiting(
+    stack: Stack,
+) -> None:
+    """Found on the tree with named locations' activation fixed: the default location made
+    inactive, a backordered line waits, 10 units are set at the default (out of reach), and
+    the default made active again hands them nothing: they sit on an active shelf while the
+    line waits for them."""
+    r = Replay(stack)
+    goods = r.new_goods(0, limit=10)
+    r.step(r.edge.make_location("default", 0, False), (200, 201), "default inactive")
+    try:
+        _, answer = r.deduct([{"goodsId": goods, "goodsNum": 3}], fill="backorder")
+        assert answer.body["outcome"] == "backordered", answer
+        r.step(r.edge.adjust(goods, {"num": 10, "reason": "set"}), (201,), "10 at the default")
+        r.step(r.edge.make_location("default", 0, True), (200, 201), "default active again")
+    finally:
+        stack.edge.make_location("default", 0, True)
