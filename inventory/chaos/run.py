@@ -220,7 +220,7 @@ def _under_load(
             )
             verdicts.append(verdict)
             late_figures.append(numbers)
-        stall_figures = stall_check.judge(load.ops, started, config.baseline, verdicts)
+        stall_figures = stall_check.judge(load.ops, started, config.baseline, verdicts, windows)
         say(f"{load.now():6.1f} s  checking the adjustments and the stock events the consumer got")
         verdicts += side.check(stock_engine)
         if goods.located:

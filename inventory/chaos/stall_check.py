@@ -33,6 +33,7 @@ from typing import Any
 
 from inventory.chaos import stalled_lock
 from inventory.chaos.history import FAIL, OK, UNKNOWN, Op
+from inventory.chaos.report import Window
 from inventory.chaos.stalled_lock import Stall
 from inventory.chaos.verdict import UNKNOWN as NOT_JUDGED
 from inventory.chaos.verdict import VALID, VIOLATED, Verdict
@@ -100,10 +101,14 @@ def stalled_neighbours(
     goods_id: str,
     stall: tuple[float, float] | None,
     fault_free: tuple[float, float],
+    next_fault: float | None = None,
 ) -> tuple[Verdict, dict[str, Any]]:
     """ST over one stall, and its figures (report.json's `stalled_lock`): `stall` and
     `fault_free` are (from, to) in the run's seconds; `stall` None when the fault never held
-    the lock."""
+    the lock. `next_fault`: when the run's next fault began; an order still waiting then is
+    left out (counted as `cut_by_next_fault`): what it waited after is that fault's doing (a
+    ZooKeeper cut of a stock host 5 s after the heal made an order sent in the stall's last
+    second wait 12 s), and the fault-free window it is compared with has no fault either."""
     name = "a stalled lock holds up no other goods id's buyers"
     figures: dict[str, Any] = {"goods_id": goods_id, "stall": stall, "fault_free": fault_free}
     if stall is None:
@@ -112,10 +117,17 @@ def stalled_neighbours(
     everyone = waits(ops)
     base = [w for w in everyone if fault_free[0] <= w.first_sent < fault_free[1]]
     during = [w for w in everyone if stall[0] <= w.first_sent < stall[1]]
-    others = judged(during, goods_id)
+    reached = [w for w in judged(during, goods_id) if _answered_by(w, next_fault)]
+    cut = len(judged(during, goods_id)) - len(reached)
+    others = reached
     stalled = [w for w in during if goods_id in w.lines]
     base_others = judged(base, goods_id)
-    figures.update(others=len(others), fault_free_orders=len(base_others), stalled=len(stalled))
+    figures.update(
+        others=len(others),
+        fault_free_orders=len(base_others),
+        stalled=len(stalled),
+        cut_by_next_fault=cut,
+    )
     if len(others) < MIN_ORDERS or len(base_others) < MIN_ORDERS:
         detail = (
             f"too few orders to judge: {len(others)} of other goods ids during the stall, "
@@ -149,6 +161,10 @@ def stalled_neighbours(
     return Verdict("ST", name, VIOLATED if held > limit else VALID, detail, examples), figures
 
 
+def _answered_by(w: Waited, moment: float | None) -> bool:
+    return moment is None or w.first_sent + w.seconds <= moment
+
+
 def _median(found: Sequence[Waited]) -> float:
     ordered = sorted(w.seconds for w in found)
     return ordered[len(ordered) // 2]
@@ -159,6 +175,7 @@ def judge(
     started: float,
     fault_free_end: float,
     verdicts: list[Verdict],
+    windows: Sequence[Window] = (),
     stalls: Sequence[Stall] | None = None,
 ) -> list[dict[str, Any]]:
     """ST for each stall of the run (stalled_lock.stalls unless given), against the baseline
@@ -170,7 +187,10 @@ def judge(
         if stall.acquired is not None:
             until = stall.released if stall.released is not None else stall.acquired
             held = (stall.acquired - started, until - started)
-        verdict, numbers = stalled_neighbours(ops, stall.goods_id, held, (0.0, fault_free_end))
+        later = [w.start for w in windows if held is not None and w.start > held[1]]
+        verdict, numbers = stalled_neighbours(
+            ops, stall.goods_id, held, (0.0, fault_free_end), min(later, default=None)
+        )
         numbers.update(node=stall.node, token=stall.token, queued=stall.queued_at_release)
         numbers["most_queued"] = stall.most_queued
         verdicts.append(verdict)

@@ -147,7 +147,7 @@ def test_judge_reads_the_stalls_times_from_the_runs_start() -> None:
     verdicts: list[Any] = []
     rng = random.Random(6)
     ops = history([rng.uniform(0.3, 1.0) for _ in range(40)], [12.0])
-    figures = stall_check.judge(ops, started, BASELINE[1], verdicts, [held, never])
+    figures = stall_check.judge(ops, started, BASELINE[1], verdicts, stalls=[held, never])
     assert [v.verdict for v in verdicts] == [VALID, NOT_JUDGED]
     assert figures[0]["stall"] == STALL and figures[0]["token"] == 7
 
@@ -216,3 +216,21 @@ def test_the_fault_is_in_the_full_and_the_quick_run_first_after_the_baseline() -
     fault = nemesis.FAULTS["stall-lock-holder"]
     assert fault.hold == stalled_lock.STALL == 12.0 and not fault.stock_settings
     assert nemesis.QUICK[0] == "stall-lock-holder"
+
+
+def test_an_order_still_waiting_when_the_next_fault_begins_is_that_fault_s_not_the_stall_s() -> (
+    None
+):
+    """Sent in the stall's last moments and caught by the next fault (a ZooKeeper cut of a stock
+    host 5 s after the heal), an order's wait is that fault's doing: left out and counted; the
+    same history judged with no next fault is a violation, so the leaving out is what passes."""
+    rng = random.Random(5)
+    waits = [rng.uniform(0.3, 1.0) for _ in range(78)]
+    ops = history(waits, [12.5])
+    late = STALL[1] - 0.5
+    ops += [order(f"late{i}", {"p-g007": 1}, late, 12.0, outcome=OK) for i in range(2)]
+    verdict, figures = stall_check.stalled_neighbours(ops, STALLED, STALL, BASELINE, STALL[1] + 5)
+    assert verdict.verdict == VALID, verdict
+    assert figures["cut_by_next_fault"] == 2 and figures["others"] == 78
+    alone, _ = stall_check.stalled_neighbours(ops, STALLED, STALL, BASELINE)
+    assert alone.verdict == VIOLATED, alone
