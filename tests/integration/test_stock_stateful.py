@@ -23,7 +23,7 @@ from tests.stock_stack import Stack, stack
 
 __all__ = ["stack"]  # the fixture, found by pytest in this module
 
-EXAMPLES = int(os.environ.get("STOCK_STATEFUL_EXAMPLES", "20"))
+EXAMPLES = int(os.environ.get("STOCK_STATEFUL_EXAMPLES", "30"))
 STEPS = int(os.environ.get("STOCK_STATEFUL_STEPS", "40"))
 # 0: report a counterexample as found, unshrunk (shrinking replays it many times, each step a
 # real request to a real database: minutes).
