@@ -16,6 +16,7 @@ from sqlalchemy import (
     bindparam,
     case,
     cast,
+    func,
     insert,
     literal,
     select,
@@ -24,7 +25,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Connection
 
-from stock_service.core.places import Place
+from stock_service.core.places import DEFAULT, Place
 from stock_service.core.transfers import Transfer
 from stock_service.tables import (
     location,
@@ -228,5 +229,20 @@ OWING_AT = (
 )
 
 
+# The default location has no rows: its level is the total less the named locations'.
+_NAMED_TOTAL = (
+    select(func.coalesce(func.sum(stock_location.c.num), 0))
+    .where(stock_location.c.goods_id == stock.c.goods_id)
+    .scalar_subquery()
+)
+OWING_AT_DEFAULT = (
+    select(stock.c.goods_id)
+    .where(stock.c.owed > 0, stock.c.num - _NAMED_TOTAL > 0)
+    .order_by(stock.c.goods_id)
+)
+
+
 def owing_at(conn: Connection, location_id: str) -> list[str]:
+    if location_id == DEFAULT:
+        return [r.goods_id for r in conn.execute(OWING_AT_DEFAULT)]
     return [r.goods_id for r in conn.execute(OWING_AT, {"loc": location_id})]
