@@ -10,6 +10,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from stock_service.core.places import DEFAULT
 from stock_service.tables import (
     backorder,
     backorder_fill,
@@ -23,8 +24,6 @@ from stock_service.tables import (
     stock_transfer,
     stock_transfer_leg,
 )
-
-DEFAULT = "default"
 
 
 @dataclass
