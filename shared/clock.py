@@ -10,7 +10,8 @@ compares or writes it, so every comparison is made on one clock."""
 
 from __future__ import annotations
 
-from datetime import datetime
+import time
+from datetime import UTC, datetime
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -22,15 +23,19 @@ _NOW = {
     "postgresql": "SELECT (clock_timestamp() AT TIME ZONE 'UTC')",
     "mysql": "SELECT UTC_TIMESTAMP(6)",
     "mariadb": "SELECT UTC_TIMESTAMP(6)",
-    "sqlite": "SELECT strftime('%Y-%m-%d %H:%M:%f', 'now')",
 }
 
 
 def database_now(conn: Connection) -> datetime:
-    """The database's time now, naive UTC (one round trip on the caller's connection)."""
+    """The database's time now, naive UTC (one round trip on the caller's connection).
+
+    SQLite runs in the process that asks, on its host's clock, so its time is this process's:
+    read here to the microsecond, where SQLite's own 'now' is cut to the millisecond and was
+    behind a row stamped a moment before in the same millisecond (a pass that has just seen
+    an order written did not reach it)."""
+    if conn.dialect.name == "sqlite":
+        return datetime.now(UTC).replace(tzinfo=None)
     value = conn.execute(text(_NOW[conn.dialect.name])).scalar_one()
-    if isinstance(value, str):  # SQLite answers text
-        return datetime.fromisoformat(value)
     assert isinstance(value, datetime)
     return value.replace(tzinfo=None)
 
@@ -42,10 +47,12 @@ _EPOCH = {
     "postgresql": "SELECT extract(epoch from clock_timestamp())",
     "mysql": "SELECT UNIX_TIMESTAMP(NOW(6))",
     "mariadb": "SELECT UNIX_TIMESTAMP(NOW(6))",
-    "sqlite": "SELECT (julianday('now') - 2440587.5) * 86400.0",
 }
 
 
 def database_epoch(conn: Connection) -> float:
-    """The database's time now, in seconds since the epoch."""
+    """The database's time now, in seconds since the epoch (SQLite's: this process's, as in
+    database_now)."""
+    if conn.dialect.name == "sqlite":
+        return time.time()
     return float(conn.execute(text(_EPOCH[conn.dialect.name])).scalar_one())
