@@ -75,7 +75,11 @@ def stale_holder(console: Console | None = None, unfenced: bool = False) -> Scen
 def crash_mid_deduction(console: Console | None = None) -> ScenarioResult:
     story = Story(console)
     prefix = f"sc-crash-{uuid.uuid4().hex[:6]}-"
-    with worker_fault("crash-mid-deduction", prefix, 5, "kill_in_transaction") as rig:
+    # The retry waits out the dead worker's ZooKeeper session (its lock node goes with it):
+    # the stock service waits no longer than its caller, so the call's timeout is longer than
+    # the session's here.
+    calls = {"STOCK_CALL_TIMEOUT": "5"}
+    with worker_fault("crash-mid-deduction", prefix, 5, "kill_in_transaction", **calls) as rig:
         state, client, flags, zk, goods = rig.state, rig.client, rig.flags, rig.zk, rig.goods
         lock_path = rig.lock_path
         story.step(
