@@ -163,10 +163,16 @@ class BatchHandle(Generic[Item, Result]):
         return [pending.item for pending in joined]
 
     def detach(self) -> None:
-        """Let the next batch of this lane start while this one still runs (idempotent)."""
-        if not self._detached and self._combiner is not None and self._lane is not None:
+        """Let the next batch of this lane start while this one still runs (idempotent, and
+        once only from any threads: the order service's watch of long calls may let the lane
+        go while the batch ends and lets it go too, and a second hand-on would start two)."""
+        if self._combiner is None or self._lane is None:
+            return
+        with self._combiner._guard:
+            if self._detached:
+                return
             self._detached = True
-            self._combiner._hand_on(self._key, self._lane)
+        self._combiner._hand_on(self._key, self._lane)
 
 
 def _settle(member: _Pending[Item, Result], result: Result | BaseException) -> None:

@@ -1,6 +1,7 @@
-"""The order service's two groups (order_service/stock_turn.py): a batch in its stock call lets
-the next batch form, one batch of a process in a stock call at a time, and one in trouble gives
-its turn up so that batches run side by side."""
+"""The order service's two groups (order_service/stock_turn.py): a batch whose stock call runs
+long lets the next batch form, a short call keeps its lane (its callers make the next batch
+whole), one batch of a process in a stock call at a time, and one in trouble gives its turn up
+so that batches run side by side."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ import time
 from order_service.stock_turn import StockTurns
 
 
-def test_a_batch_lets_the_next_form_while_it_calls_and_the_next_calls_after_it() -> None:
-    turns = StockTurns()
+def test_a_long_call_lets_the_next_form_and_the_next_calls_after_it() -> None:
+    turns = StockTurns(long_call=0.05)
     detached: list[str] = []
     calling: list[str] = []
     first_calls, first_ends = threading.Event(), threading.Event()
@@ -26,21 +27,34 @@ def test_a_batch_lets_the_next_form_while_it_calls_and_the_next_calls_after_it()
     first = threading.Thread(target=batch, args=("first", first_ends))
     first.start()
     assert first_calls.wait(5)
-    assert detached == ["first"]  # the lane's next batch may form during the call
+    assert detached == []  # not yet long: the lane is kept
+    deadline = time.monotonic() + 5
+    while not detached and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert detached == ["first"]  # long now: the lane's next batch may form during the call
     second = threading.Thread(target=batch, args=("second", None))
     second.start()
     second.join(0.1)
-    assert calling == ["first"]  # the second waits for its turn, its lane still held
-    assert detached == ["first"]
+    assert calling == ["first"]  # the second waits for its turn
     first_ends.set()
     first.join(5)
     second.join(5)
     assert calling == ["first", "second"]
-    assert detached == ["first", "second"]
+    assert detached == ["first"]  # the second's call was short: its lane goes at its end
+
+
+def test_short_calls_keep_their_lane_and_a_cancelled_watch_runs_nothing_later() -> None:
+    turns = StockTurns(long_call=0.05)
+    detached: list[str] = []
+    for _ in range(20):
+        with turns.taken(lambda: detached.append("short")):
+            pass
+    time.sleep(0.15)
+    assert detached == []
 
 
 def test_a_batch_in_trouble_gives_its_turn_up_and_an_error_ends_it() -> None:
-    turns = StockTurns()
+    turns = StockTurns(long_call=30)
     detached: list[str] = []
     trouble_done, hold_on = threading.Event(), threading.Event()
 
@@ -65,7 +79,7 @@ def test_a_batch_in_trouble_gives_its_turn_up_and_an_error_ends_it() -> None:
         pass
     with turns.taken(lambda: None):  # the failed call gave its turn up
         pass
-    assert detached == ["troubled"] * 3 + ["beside"]  # in trouble: the lane let go too
+    assert detached == ["troubled"] * 2  # in trouble: the lane let go too, at once
 
 
 def test_a_turn_held_by_a_stuck_call_is_waited_for_no_longer_than_the_patience() -> None:
