@@ -17,7 +17,7 @@ from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
-from shared.settings import Settings
+from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT, Settings
 from shared.startup import prepare_schema
 from stock_service.admin import admin_auth, service_guard
 from stock_service.api import SERVICE_ROUTES, stock_routes
@@ -31,6 +31,7 @@ from stock_service.ledger_api import ledger_routes
 from stock_service.location_book import LocationBook
 from stock_service.locations_api import location_routes
 from stock_service.schemas import input_models
+from stock_service.server_threads import gunicorn_threads, lock_wait_threads
 from stock_service.settle_api import settle_routes
 from stock_service.store import StockStore
 from stock_service.transfers_api import transfer_routes
@@ -65,6 +66,8 @@ def create_app(settings: Settings | None = None) -> Flask:
         settings.deduct_batch_patience,
         settings.max_stock_level,
         queue_max=settings.lock_queue_max,
+        wait_threads=lock_wait_threads(gunicorn_threads()),
+        stalled_after=settings.deduct_batch_budget or DEDUCT_BATCH_BUDGET_DEFAULT,
     )
     deduction = StockDeduction(
         store, redis_client, locks, policy, faults, events=settings.stock_events

@@ -71,6 +71,11 @@ class LockPolicy:
     patience: float = 0.1
     max_level: int | None = None
     queue_max: int | None = None  # waiters of one lock in this process (lock_queue.py)
+    # Threads of this process that may wait for one stalled lock (lock_queue.py): half its
+    # request threads when known (server_threads.py); a lock is stalled once waited for
+    # `stalled_after`, the batch budget.
+    wait_threads: int | None = None
+    stalled_after: float = DEDUCT_BATCH_BUDGET_DEFAULT
     # How long a request waiting for a name may hold the others it needs (_serve_rest).
     partial_hold: float = DEDUCT_BATCH_BUDGET_DEFAULT
 
@@ -97,7 +102,12 @@ class BatchRunner:
         self.faults = faults
         self.events = events
         # Each request counts as a waiter of its names until they are held (_serve).
-        self.queues = LockQueues(policy.queue_max, locks.name)
+        self.queues = LockQueues(
+            policy.queue_max,
+            locks.name,
+            thread_bound=policy.wait_threads,
+            stalled_after=policy.stalled_after,
+        )
 
     def run_batch(
         self,

@@ -7,6 +7,17 @@ FIFO per hot row, a fast refusal past it.
 A request counts as a waiter of each of its names from its arrival until its names are held
 (its batch serves it) or it is answered without them (its deadline passed, its batch failed).
 
+A waiting request also holds its thread, and a process has few (gunicorn's gthread worker: 8 on
+the cluster), while its worker goes on accepting connections and queues their requests for a
+free thread. So one stalled lock (a holder stuck elsewhere) whose buyers keep coming would take
+every thread for their callers' whole timeout, and a request for any other goods id would wait
+in that queue just as long (the chaos fault stall-lock-holder found it: buyers of free goods ids
+answered after the 4 s call timeout). LOCK_WAIT_THREADS bounds the threads that wait for one
+lock once it is stalled (one of them has waited past `stalled_after`, the batch budget: no
+healthy hold lasts that long): a newcomer's thread past it is refused at once, as past
+LOCK_QUEUE_MAX, and the process keeps the other threads for the other goods ids. A healthy hot
+lock is never bounded so: its waiters are served within a hold or two.
+
 The queue lengths are published by goods id for the longest queues only (TopGoods): the
 process's ten longest at a time, at most a hundred goods ids over its life, the rest summed as
 `other`. Prometheus' multiprocess mode cannot remove a series, so a goods id that leaves the
@@ -16,10 +27,13 @@ top is set to 0 and its series kept; the life cap bounds how many there are.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterable
+from typing import NoReturn
 
 from coordination.locks import LockTimeout
 from shared.metrics import LOCK_QUEUE_REFUSALS, LOCK_QUEUE_WAITERS
+from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 
 OTHER = "other"
 TOP = 10  # goods ids shown by their own label at a time
@@ -34,11 +48,18 @@ class LockQueueFull(LockTimeout):
     """A newcomer refused at once: LOCK_QUEUE_MAX requests of this process already wait for
     the lock of its goods id. Nothing written; its flag is still live, so it is retryable."""
 
-    def __init__(self, lock: str, goods_id: str, waiters: int, backend: str) -> None:
+    def __init__(
+        self, lock: str, goods_id: str, waiters: int, backend: str, threads: bool = False
+    ) -> None:
+        who = (
+            f"{waiters} threads of this process already wait for the stalled"
+            if threads
+            else f"{waiters} requests of this process already wait for the"
+        )
+        bound = "LOCK_WAIT_THREADS" if threads else "LOCK_QUEUE_MAX"
         super().__init__(
-            f"{waiters} requests of this process already wait for the {backend} lock {lock!r} "
-            f"of goods id {goods_id!r} (LOCK_QUEUE_MAX): not queued, nothing written; "
-            f"retry after {RETRY_AFTER_SECONDS} s"
+            f"{who} {backend} lock {lock!r} of goods id {goods_id!r} ({bound}): not queued, "
+            f"nothing written; retry after {RETRY_AFTER_SECONDS} s"
         )
         self.lock = lock
         self.goods_id = goods_id
@@ -101,16 +122,33 @@ class TopGoods:
 
 
 class LockQueues:
-    """The waiters of each lock name in this process, bounded by `bound` (None: unbounded).
-    `goods_of` names the goods id behind a lock name for the refusal (under LOCK_SCOPE=global
-    one name stands for every goods id)."""
+    """The waiters of each lock name in this process, bounded by `bound` (None: unbounded);
+    and the threads they hold, bounded by `thread_bound` per name once one of them has waited
+    `stalled_after` seconds (None: unbounded). A refusal names the goods id behind the lock
+    name (under LOCK_SCOPE=global one name stands for every goods id)."""
 
-    def __init__(self, bound: int | None, backend: str, top: TopGoods | None = None) -> None:
+    def __init__(
+        self,
+        bound: int | None,
+        backend: str,
+        top: TopGoods | None = None,
+        thread_bound: int | None = None,
+        stalled_after: float = DEDUCT_BATCH_BUDGET_DEFAULT,
+    ) -> None:
         self.bound = bound
         self.backend = backend
         self.top = top or TopGoods()
+        self.thread_bound = thread_bound
+        self.stalled_after = stalled_after
         self._waiters: dict[str, int] = {}
-        self._joined: dict[int, tuple[str, ...]] = {}  # id(request) -> the names it waits for
+        # id(request) -> the names it waits for, and the thread it waits in
+        self._joined: dict[int, tuple[tuple[str, ...], int]] = {}
+        # name -> thread -> (its requests waiting for the name, since when the first)
+        self._threads: dict[str, dict[int, tuple[int, float]]] = {}
+        # name -> until when it counts as stalled after a thread waited `stalled_after` for it:
+        # the threads that waited that long leave at their callers' deadlines, and the next
+        # ones, young, are not let take every thread again
+        self._stalled_until: dict[str, float] = {}
         self._guard = threading.Lock()
 
     def join(self, request: object, names: Iterable[str], goods_ids: Iterable[str]) -> None:
@@ -118,23 +156,47 @@ class LockQueues:
         nothing) if one of them has `bound` waiters already."""
         wanted = tuple(sorted(set(names)))
         goods = tuple(goods_ids)
+        thread = threading.get_ident()
+        now = time.monotonic()
         with self._guard:
             for name in wanted:
                 waiters = self._waiters.get(name, 0)
                 if self.bound is not None and waiters >= self.bound:
-                    LOCK_QUEUE_REFUSALS.labels(self.top.refusal_label(name)).inc()
-                    named = name if name in goods else min(goods, default=name)
-                    raise LockQueueFull(name, named, waiters, self.backend)
+                    self._refuse(name, goods, waiters)
+                if self._threads_full(name, thread, now):
+                    self._refuse(name, goods, len(self._threads[name]), threads=True)
             for name in wanted:
                 before = self._waiters.get(name, 0)
                 self._waiters[name] = before + 1
                 self.top.changed(name, before, before + 1)
-            self._joined[id(request)] = wanted
+                mine = self._threads.setdefault(name, {})
+                count, since = mine.get(thread, (0, now))
+                mine[thread] = (count + 1, since)
+            self._joined[id(request)] = (wanted, thread)
+
+    def _threads_full(self, name: str, thread: int, now: float) -> bool:
+        """Whether a new thread may not wait for `name`: `thread_bound` threads wait for it
+        already, one of them for `stalled_after` or longer (its holder is stalled)."""
+        waiting = self._threads.get(name)
+        if self.thread_bound is None or not waiting or thread in waiting:
+            return False
+        if len(waiting) < self.thread_bound:
+            return False
+        oldest = min(since for _, since in waiting.values())
+        return now - oldest >= self.stalled_after or now < self._stalled_until.get(name, 0.0)
+
+    def _refuse(
+        self, name: str, goods: tuple[str, ...], waiters: int, threads: bool = False
+    ) -> NoReturn:
+        LOCK_QUEUE_REFUSALS.labels(self.top.refusal_label(name)).inc()
+        named = name if name in goods else min(goods, default=name)
+        raise LockQueueFull(name, named, waiters, self.backend, threads)
 
     def leave(self, request: object) -> None:
         """`request` waits no more (its names held, or it was answered); idempotent."""
+        now = time.monotonic()
         with self._guard:
-            names = self._joined.pop(id(request), ())
+            names, thread = self._joined.pop(id(request), ((), 0))
             for name in names:
                 before = self._waiters[name]
                 if before > 1:
@@ -142,7 +204,24 @@ class LockQueues:
                 else:
                     del self._waiters[name]
                 self.top.changed(name, before, before - 1)
+                mine = self._threads[name]
+                count, since = mine[thread]
+                if now - since >= self.stalled_after:
+                    self._stalled_until[name] = now + self.stalled_after
+                elif name in self._stalled_until and self._stalled_until[name] <= now:
+                    del self._stalled_until[name]
+                if count > 1:
+                    mine[thread] = (count - 1, since)
+                elif len(mine) > 1:
+                    del mine[thread]
+                else:
+                    del self._threads[name]
 
     def waiters(self, name: str) -> int:
         with self._guard:
             return self._waiters.get(name, 0)
+
+    def threads(self, name: str) -> int:
+        """The threads of this process whose requests wait for `name`."""
+        with self._guard:
+            return len(self._threads.get(name, {}))

@@ -1,0 +1,114 @@
+"""The threads the waiters of one stalled lock may take in a stock process
+(stock_service/lock_queue.py's thread bound) and where that bound comes from: half gunicorn's
+`--threads` (stock_service/server_threads.py). A waiting request holds its thread, and gunicorn's
+gthread worker queues every other request for a free one: past the bound, once the lock is
+stalled, a newcomer's thread is refused at once (503, Retry-After) and the other goods ids keep
+the rest of the threads."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from stock_service.lock_queue import LockQueueFull, LockQueues
+from stock_service.server_threads import gunicorn_threads, lock_wait_threads
+
+STALLED_AFTER = 0.05  # the batch budget stand-in: a waiter this old marks its lock stalled
+
+
+class Key:
+    """A request stand-in: the queues know a request by its identity."""
+
+
+# Each request's thread lives on until the test ends, as a waiting request's does (a thread
+# ended may lend its identity to the next one).
+DONE = threading.Event()
+
+
+def in_thread(queues: LockQueues, request: Key, names: list[str]) -> BaseException | None:
+    """`request` joins the queues from a thread of its own, as a request of its own thread."""
+    raised: list[BaseException] = []
+    joined = threading.Event()
+
+    def join() -> None:
+        try:
+            queues.join(request, names, names)
+        except LockQueueFull as exc:
+            raised.append(exc)
+        joined.set()
+        DONE.wait(30)
+
+    threading.Thread(target=join, daemon=True).start()
+    assert joined.wait(10)
+    return raised[0] if raised else None
+
+
+@pytest.fixture(autouse=True)
+def _threads_end() -> Iterator[None]:
+    DONE.clear()
+    yield
+    DONE.set()
+
+
+def test_past_the_thread_bound_a_stalled_lock_s_newcomer_is_refused_the_other_goods_not() -> None:
+    queues = LockQueues(256, "zookeeper", thread_bound=2, stalled_after=STALLED_AFTER)
+    second, third = Key(), Key()
+    queues.join(Key(), ["hot"], ["hot"])  # this thread's
+    assert in_thread(queues, second, ["hot"]) is None
+    # Not stalled yet (its waiters young: a healthy hot lock's queue): not bounded.
+    assert in_thread(queues, third, ["hot"]) is None
+    assert queues.threads("hot") == 3
+    queues.leave(third)
+    time.sleep(STALLED_AFTER * 2)
+    refused = in_thread(queues, Key(), ["hot", "cold"])
+    assert isinstance(refused, LockQueueFull) and refused.goods_id == "hot"
+    assert "LOCK_WAIT_THREADS" in refused.answer() and refused.retry_after == 1
+    assert (queues.waiters("hot"), queues.waiters("cold")) == (2, 0)  # counted nowhere
+    assert in_thread(queues, Key(), ["cold"]) is None  # another goods id: a thread of its own
+    # One thread's many requests (a batched call's flags) take one thread: this one waits
+    # already, so its next request is let in.
+    queues.join(Key(), ["hot"], ["hot"])
+    assert queues.threads("hot") == 2 and queues.waiters("hot") == 3
+
+
+def test_the_waiters_that_waited_out_a_stall_leave_it_marked_stalled_for_their_followers() -> None:
+    """The threads that waited a stalled lock out leave at their callers' deadlines; the next
+    ones, young, must not take every thread again for another whole deadline."""
+    queues = LockQueues(256, "zookeeper", thread_bound=1, stalled_after=STALLED_AFTER)
+    old = Key()
+    assert in_thread(queues, old, ["hot"]) is None
+    time.sleep(STALLED_AFTER * 2)
+    queues.leave(old)  # its deadline passed without the lock
+    assert queues.threads("hot") == 0
+    assert in_thread(queues, Key(), ["hot"]) is None  # one thread may wait
+    assert isinstance(in_thread(queues, Key(), ["hot"]), LockQueueFull)
+
+
+def test_no_thread_bound_when_the_process_s_threads_are_unknown() -> None:
+    queues = LockQueues(256, "zookeeper", stalled_after=0.0)
+    for _ in range(20):
+        assert in_thread(queues, Key(), ["hot"]) is None
+    assert queues.threads("hot") == 20
+
+
+@pytest.mark.parametrize(
+    ("argv", "env", "threads"),
+    [
+        (["/venv/python", "-m", "gunicorn", "app", "--workers", "2", "--threads", "8"], {}, 8),
+        (["/venv/bin/gunicorn", "app", "--threads=4"], {}, 4),
+        (["/venv/bin/gunicorn", "app"], {"GUNICORN_CMD_ARGS": "--threads 6 --workers 2"}, 6),
+        (["/venv/bin/gunicorn", "app"], {}, None),
+        (["pytest", "-x", "--threads", "8"], {}, None),  # not gunicorn's
+    ],
+)
+def test_the_threads_are_gunicorn_s_own(
+    argv: list[str], env: dict[str, str], threads: int | None
+) -> None:
+    assert gunicorn_threads(argv, env) == threads
+
+
+def test_a_stalled_lock_may_take_half_the_threads() -> None:
+    assert [lock_wait_threads(n) for n in (None, 1, 2, 8, 9)] == [None, 1, 1, 4, 4]
