@@ -210,11 +210,10 @@ FAULTS: dict[str, Fault] = {
         ),
     )
 }
-# stall-lock-holder is in the full run, not here: its check ST held in two quick runs and not
-# in two others (p99 3.97 and 10.7 s against bounds of 2.86 and 2.84 s: buyers of other goods
-# ids still caught about the 4 s call timeout), so the quick run CI gates on leaves it out until
-# it holds (docs/chaos.md, "A stalled lock holder").
 QUICK = (
+    # First, right after the fault-free baseline ST compares it with, before any other fault
+    # has left the cluster anything to settle
+    "stall-lock-holder",
     "zk-cut-stock",
     "pause-stock-worker",
     "kill-zk-leader",
