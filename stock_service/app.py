@@ -17,7 +17,7 @@ from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
-from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT, Settings
+from shared.settings import Settings
 from shared.startup import prepare_schema
 from stock_service.admin import admin_auth, service_guard
 from stock_service.api import SERVICE_ROUTES, stock_routes
@@ -66,12 +66,15 @@ def create_app(settings: Settings | None = None) -> Flask:
         settings.deduct_batch_patience,
         settings.max_stock_level,
         queue_max=settings.lock_queue_max,
-        wait_threads=lock_wait_threads(gunicorn_threads()),
-        stalled_after=settings.deduct_batch_budget or DEDUCT_BATCH_BUDGET_DEFAULT,
     )
     deduction = StockDeduction(
         store, redis_client, locks, policy, faults, events=settings.stock_events
     )
+    # The threads one stalled lock's waiters may take: half gunicorn's (lock_queue.py); a lock
+    # is stalled once waited for the patience, after which a batch treats it as held elsewhere.
+    queues = deduction.runner.queues
+    queues.thread_bound = lock_wait_threads(gunicorn_threads())
+    queues.stalled_after = settings.deduct_batch_patience
     app.extensions["stock"] = StockDeps(
         settings,
         engine,

@@ -71,11 +71,6 @@ class LockPolicy:
     patience: float = 0.1
     max_level: int | None = None
     queue_max: int | None = None  # waiters of one lock in this process (lock_queue.py)
-    # Threads of this process that may wait for one stalled lock (lock_queue.py): half its
-    # request threads when known (server_threads.py); a lock is stalled once waited for
-    # `stalled_after`, the batch budget.
-    wait_threads: int | None = None
-    stalled_after: float = DEDUCT_BATCH_BUDGET_DEFAULT
     # How long a request waiting for a name may hold the others it needs (_serve_rest).
     partial_hold: float = DEDUCT_BATCH_BUDGET_DEFAULT
 
@@ -102,12 +97,7 @@ class BatchRunner:
         self.faults = faults
         self.events = events
         # Each request counts as a waiter of its names until they are held (_serve).
-        self.queues = LockQueues(
-            policy.queue_max,
-            locks.name,
-            thread_bound=policy.wait_threads,
-            stalled_after=policy.stalled_after,
-        )
+        self.queues = LockQueues(policy.queue_max, locks.name)
 
     def run_batch(
         self,
@@ -281,7 +271,7 @@ class BatchRunner:
         names = frozenset().union(*(needs[i] for i in chosen))
         lease = claim.lease(names)
         for i in chosen:
-            self.queues.leave(requests[i])
+            self.queues.leave(requests[i], held=True)
         locked = time.perf_counter()
         decisions = self._decide_each_its_own([requests[i] for i in chosen], lease)
         deducted = time.perf_counter()

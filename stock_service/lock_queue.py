@@ -12,11 +12,12 @@ the cluster), while its worker goes on accepting connections and queues their re
 free thread. So one stalled lock (a holder stuck elsewhere) whose buyers keep coming would take
 every thread for their callers' whole timeout, and a request for any other goods id would wait
 in that queue just as long (the chaos fault stall-lock-holder found it: buyers of free goods ids
-answered after the 4 s call timeout). LOCK_WAIT_THREADS bounds the threads that wait for one
-lock once it is stalled (one of them has waited past `stalled_after`, the batch budget: no
-healthy hold lasts that long): a newcomer's thread past it is refused at once, as past
-LOCK_QUEUE_MAX, and the process keeps the other threads for the other goods ids. A healthy hot
-lock is never bounded so: its waiters are served within a hold or two.
+answered after the 4 s call timeout). So the threads that wait for one lock are bounded, to
+half the process's (server_threads.py), once it is stalled: one of them has waited
+`stalled_after` (the batch's patience, after which a batch treats a name as held elsewhere), or
+one waited that long and left without it. A newcomer's thread past it is refused at once, as
+past LOCK_QUEUE_MAX, and the process keeps the other threads for the other goods ids. A healthy
+hot lock is never bounded so: its waiters are served within a hold or two, well within the patience.
 
 The queue lengths are published by goods id for the longest queues only (TopGoods): the
 process's ten longest at a time, at most a hundred goods ids over its life, the rest summed as
@@ -33,7 +34,6 @@ from typing import NoReturn
 
 from coordination.locks import LockTimeout
 from shared.metrics import LOCK_QUEUE_REFUSALS, LOCK_QUEUE_WAITERS
-from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 
 OTHER = "other"
 TOP = 10  # goods ids shown by their own label at a time
@@ -56,7 +56,7 @@ class LockQueueFull(LockTimeout):
             if threads
             else f"{waiters} requests of this process already wait for the"
         )
-        bound = "LOCK_WAIT_THREADS" if threads else "LOCK_QUEUE_MAX"
+        bound = "half its threads" if threads else "LOCK_QUEUE_MAX"
         super().__init__(
             f"{who} {backend} lock {lock!r} of goods id {goods_id!r} ({bound}): not queued, "
             f"nothing written; retry after {RETRY_AFTER_SECONDS} s"
@@ -133,7 +133,7 @@ class LockQueues:
         backend: str,
         top: TopGoods | None = None,
         thread_bound: int | None = None,
-        stalled_after: float = DEDUCT_BATCH_BUDGET_DEFAULT,
+        stalled_after: float = 0.1,
     ) -> None:
         self.bound = bound
         self.backend = backend
@@ -145,10 +145,11 @@ class LockQueues:
         self._joined: dict[int, tuple[tuple[str, ...], int]] = {}
         # name -> thread -> (its requests waiting for the name, since when the first)
         self._threads: dict[str, dict[int, tuple[int, float]]] = {}
-        # name -> until when it counts as stalled after a thread waited `stalled_after` for it:
-        # the threads that waited that long leave at their callers' deadlines, and the next
-        # ones, young, are not let take every thread again
-        self._stalled_until: dict[str, float] = {}
+        # The names a request waited `stalled_after` for and left without: stalled until a
+        # request of this process has them again. The threads that waited that long leave at
+        # their callers' deadlines (a batched call's at its budget), and the next ones, young,
+        # are not let take every thread again
+        self._stalled: set[str] = set()
         self._guard = threading.Lock()
 
     def join(self, request: object, names: Iterable[str], goods_ids: Iterable[str]) -> None:
@@ -176,14 +177,15 @@ class LockQueues:
 
     def _threads_full(self, name: str, thread: int, now: float) -> bool:
         """Whether a new thread may not wait for `name`: `thread_bound` threads wait for it
-        already, one of them for `stalled_after` or longer (its holder is stalled)."""
+        already, and it is stalled: one of them has waited `stalled_after` or longer, or a
+        request waited that long and left without it, and none had it since."""
         waiting = self._threads.get(name)
         if self.thread_bound is None or not waiting or thread in waiting:
             return False
         if len(waiting) < self.thread_bound:
             return False
         oldest = min(since for _, since in waiting.values())
-        return now - oldest >= self.stalled_after or now < self._stalled_until.get(name, 0.0)
+        return name in self._stalled or now - oldest >= self.stalled_after
 
     def _refuse(
         self, name: str, goods: tuple[str, ...], waiters: int, threads: bool = False
@@ -192,8 +194,9 @@ class LockQueues:
         named = name if name in goods else min(goods, default=name)
         raise LockQueueFull(name, named, waiters, self.backend, threads)
 
-    def leave(self, request: object) -> None:
-        """`request` waits no more (its names held, or it was answered); idempotent."""
+    def leave(self, request: object, held: bool = False) -> None:
+        """`request` waits no more: its names `held`, or it was answered without them;
+        idempotent."""
         now = time.monotonic()
         with self._guard:
             names, thread = self._joined.pop(id(request), ((), 0))
@@ -206,10 +209,12 @@ class LockQueues:
                 self.top.changed(name, before, before - 1)
                 mine = self._threads[name]
                 count, since = mine[thread]
-                if now - since >= self.stalled_after:
-                    self._stalled_until[name] = now + self.stalled_after
-                elif name in self._stalled_until and self._stalled_until[name] <= now:
-                    del self._stalled_until[name]
+                if held:
+                    self._stalled.discard(name)
+                elif now - since >= self.stalled_after:
+                    if len(self._stalled) >= LABELS:  # many stalled at once: forget the old
+                        self._stalled.clear()
+                    self._stalled.add(name)
                 if count > 1:
                     mine[thread] = (count - 1, since)
                 elif len(mine) > 1:

@@ -65,7 +65,7 @@ def test_past_the_thread_bound_a_stalled_lock_s_newcomer_is_refused_the_other_go
     time.sleep(STALLED_AFTER * 2)
     refused = in_thread(queues, Key(), ["hot", "cold"])
     assert isinstance(refused, LockQueueFull) and refused.goods_id == "hot"
-    assert "LOCK_WAIT_THREADS" in refused.answer() and refused.retry_after == 1
+    assert "(half its threads)" in refused.answer() and refused.retry_after == 1
     assert (queues.waiters("hot"), queues.waiters("cold")) == (2, 0)  # counted nowhere
     assert in_thread(queues, Key(), ["cold"]) is None  # another goods id: a thread of its own
     # One thread's many requests (a batched call's flags) take one thread: this one waits
