@@ -181,15 +181,15 @@ class BatchRunner:
         are held and timing each out at its own deadline; each answered at once.
 
         One that holds some of its names while it waits for another (a stalled holder's) keeps
-        them from their other buyers: after `partial_hold` it is given up (LockTimeout, nothing
-        written, its names released). One that holds none blocks nobody: it waits on."""
+        them from their other buyers: given up after `partial_hold` (LockTimeout, nothing written,
+        names released). One holding none waits on, looking every patience (lest it hold one)."""
         partial_until = time.monotonic() + self.partial_hold
         while rest:
             claim.release(frozenset(claim.names) - frozenset().union(*(needs[i] for i in rest)))
             holding = [i for i in rest if needs[i] & claim.held]
-            until = min(deadlines[i] for i in rest)
-            if holding:
-                until = min(until, max(partial_until, time.monotonic()))
+            now = time.monotonic()
+            look = max(partial_until, now) if holding else now + self.patience
+            until = min(min(deadlines[i] for i in rest), look)
             try:
                 held = claim.wait(until)
                 ready = [i for i in rest if needs[i] <= held]

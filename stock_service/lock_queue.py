@@ -164,8 +164,8 @@ class LockQueues:
                 waiters = self._waiters.get(name, 0)
                 if self.bound is not None and waiters >= self.bound:
                     self._refuse(name, goods, waiters)
-                if self._threads_full(name, thread, now):
-                    self._refuse(name, goods, len(self._threads[name]), threads=True)
+                if self._threads_full(name, thread, now) or self._hostage(wanted, name, now):
+                    self._refuse(name, goods, len(self._threads.get(name, ())), threads=True)
             for name in wanted:
                 before = self._waiters.get(name, 0)
                 self._waiters[name] = before + 1
@@ -185,6 +185,16 @@ class LockQueues:
         if len(waiting) < self.thread_bound:
             return False
         oldest = min(since for _, since in waiting.values())
+        return name in self._stalled or now - oldest >= self.stalled_after
+
+    def _hostage(self, wanted: tuple[str, ...], name: str, now: float) -> bool:
+        """Whether a request of several names would hold the others while it waits for `name`,
+        stalled: the other buyers of those would queue behind it (a hot goods id's, beside
+        the stalled one, each such claim holding it up to partial_hold). Refused at once."""
+        if self.thread_bound is None or len(wanted) < 2:
+            return False
+        waiting = self._threads.get(name)
+        oldest = min((since for _, since in (waiting or {}).values()), default=now)
         return name in self._stalled or now - oldest >= self.stalled_after
 
     def _refuse(

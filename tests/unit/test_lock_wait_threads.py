@@ -112,3 +112,16 @@ def test_the_threads_are_gunicorn_s_own(
 
 def test_a_stalled_lock_may_take_half_the_threads() -> None:
     assert [lock_wait_threads(n) for n in (None, 1, 2, 8, 9)] == [None, 1, 1, 4, 4]
+
+
+def test_a_request_of_several_names_one_of_them_stalled_is_refused_holding_none() -> None:
+    """It would hold the others (another hot goods id) while it waits for the stalled one."""
+    queues = LockQueues(256, "zookeeper", thread_bound=4, stalled_after=STALLED_AFTER)
+    assert in_thread(queues, Key(), ["hot0"]) is None
+    assert in_thread(queues, Key(), ["hot0", "hot1"]) is None  # not stalled yet
+    time.sleep(STALLED_AFTER * 2)
+    refused = in_thread(queues, Key(), ["hot1", "hot0"])
+    assert isinstance(refused, LockQueueFull) and refused.goods_id == "hot0"
+    assert queues.waiters("hot1") == 1  # the first one's only
+    assert in_thread(queues, Key(), ["hot1"]) is None  # hot1 alone: its own wait
+    assert in_thread(queues, Key(), ["hot0"]) is None  # one name: the thread bound's
