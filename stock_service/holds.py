@@ -160,8 +160,7 @@ class BatchRunner:
 
     def _first_wait(self, claim: Claim, deadlines: list[float]) -> frozenset[str]:
         """The names held within the patience. A lock service reconnecting (a ZooKeeper
-        election) is waited for within the requests' own time, not the patience: a deduction
-        arriving then is served once it is over, not failed at once (its order voided)."""
+        election) is waited for in the requests' own time: a deduction then is not voided."""
         try:
             return claim.wait(min(max(deadlines), time.monotonic() + self.patience))
         except LockUnavailable:
@@ -204,6 +203,7 @@ class BatchRunner:
             expired = [i for i in rest if i not in ready and (deadlines[i] <= now or i in gone)]
             for i in expired:
                 missing = sorted(needs[i] - claim.held)
+                self.queues.mark_stalled(missing)  # what it waited out, not what it held
                 results[i] = LockTimeout(f"lock {missing[0]!r} not acquired in time")
             self._answer_now(requests, ready + expired, results, handle)
             rest = [i for i in rest if i not in ready and i not in expired]

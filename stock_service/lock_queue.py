@@ -164,7 +164,7 @@ class LockQueues:
                 waiters = self._waiters.get(name, 0)
                 if self.bound is not None and waiters >= self.bound:
                     self._refuse(name, goods, waiters)
-                if self._threads_full(name, thread, now) or self._hostage(wanted, name, now):
+                if self._threads_full(name, thread, now) or self._hostage(wanted, name):
                     self._refuse(name, goods, len(self._threads.get(name, ())), threads=True)
             for name in wanted:
                 before = self._waiters.get(name, 0)
@@ -187,15 +187,13 @@ class LockQueues:
         oldest = min(since for _, since in waiting.values())
         return name in self._stalled or now - oldest >= self.stalled_after
 
-    def _hostage(self, wanted: tuple[str, ...], name: str, now: float) -> bool:
+    def _hostage(self, wanted: tuple[str, ...], name: str) -> bool:
         """Whether a request of several names would hold the others while it waits for `name`,
         stalled: the other buyers of those would queue behind it (a hot goods id's, beside
-        the stalled one, each such claim holding it up to partial_hold). Refused at once."""
-        if self.thread_bound is None or len(wanted) < 2:
-            return False
-        waiting = self._threads.get(name)
-        oldest = min((since for _, since in (waiting or {}).values()), default=now)
-        return name in self._stalled or now - oldest >= self.stalled_after
+        the stalled one, each such claim holding it up to partial_hold). Refused at once. Only
+        once a request left without `name` (its deadline, budget or partial_hold over): a
+        lock merely slow to come (a busy hot goods id's) refuses nobody."""
+        return self.thread_bound is not None and len(wanted) > 1 and name in self._stalled
 
     def _refuse(
         self, name: str, goods: tuple[str, ...], waiters: int, threads: bool = False
@@ -207,7 +205,6 @@ class LockQueues:
     def leave(self, request: object, held: bool = False) -> None:
         """`request` waits no more: its names `held`, or it was answered without them;
         idempotent."""
-        now = time.monotonic()
         with self._guard:
             names, thread = self._joined.pop(id(request), ((), 0))
             for name in names:
@@ -221,16 +218,21 @@ class LockQueues:
                 count, since = mine[thread]
                 if held:
                     self._stalled.discard(name)
-                elif now - since >= self.stalled_after:
-                    if len(self._stalled) >= LABELS:  # many stalled at once: forget the old
-                        self._stalled.clear()
-                    self._stalled.add(name)
                 if count > 1:
                     mine[thread] = (count - 1, since)
                 elif len(mine) > 1:
                     del mine[thread]
                 else:
                     del self._threads[name]
+
+    def mark_stalled(self, names: Iterable[str]) -> None:
+        """A request waited out its time for `names` and left without them: stalled, until a
+        request of this process has them (leave with `held`). Only the names it lacked: a
+        name it held meanwhile (a hot goods id beside the stalled one) is no stalled one."""
+        with self._guard:
+            if len(self._stalled) >= LABELS:  # many stalled at once: forget the old ones
+                self._stalled.clear()
+            self._stalled.update(names)
 
     def waiters(self, name: str) -> int:
         with self._guard:

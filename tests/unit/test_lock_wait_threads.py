@@ -81,7 +81,8 @@ def test_the_waiters_that_waited_out_a_stall_leave_it_marked_stalled_for_their_f
     old = Key()
     assert in_thread(queues, old, ["hot"]) is None
     time.sleep(STALLED_AFTER * 2)
-    queues.leave(old)  # its deadline passed without the lock
+    queues.mark_stalled(["hot"])  # its deadline passed without the lock (holds.py)
+    queues.leave(old)
     assert queues.threads("hot") == 0
     assert in_thread(queues, Key(), ["hot"]) is None  # one thread may wait
     assert isinstance(in_thread(queues, Key(), ["hot"]), LockQueueFull)
@@ -117,11 +118,20 @@ def test_a_stalled_lock_may_take_half_the_threads() -> None:
 def test_a_request_of_several_names_one_of_them_stalled_is_refused_holding_none() -> None:
     """It would hold the others (another hot goods id) while it waits for the stalled one."""
     queues = LockQueues(256, "zookeeper", thread_bound=4, stalled_after=STALLED_AFTER)
-    assert in_thread(queues, Key(), ["hot0"]) is None
+    gave_up = Key()
+    assert in_thread(queues, gave_up, ["hot0"]) is None
     assert in_thread(queues, Key(), ["hot0", "hot1"]) is None  # not stalled yet
     time.sleep(STALLED_AFTER * 2)
+    # Merely slow to come (its waiters waiting yet): not refused.
+    assert in_thread(queues, Key(), ["hot0", "hot2"]) is None
+    queues.mark_stalled(["hot0"])  # waited out its time for it (holds.py)
+    queues.leave(gave_up)
     refused = in_thread(queues, Key(), ["hot1", "hot0"])
     assert isinstance(refused, LockQueueFull) and refused.goods_id == "hot0"
     assert queues.waiters("hot1") == 1  # the first one's only
     assert in_thread(queues, Key(), ["hot1"]) is None  # hot1 alone: its own wait
     assert in_thread(queues, Key(), ["hot0"]) is None  # one name: the thread bound's
+    done = Key()
+    queues.join(done, ["hot0"], ["hot0"])
+    queues.leave(done, held=True)  # had it: stalled no more
+    assert in_thread(queues, Key(), ["hot0", "hot1"]) is None
