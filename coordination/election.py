@@ -11,7 +11,7 @@ even for a blip that the session survived) stops at its next question, resigns, 
 again at the back of the queue. It never resumes on a leadership it may have lost meanwhile:
 the writes it would make are fenced by the token of whoever leads now.
 
-ZooKeeper: the project's lock recipe on one name (coordination/locks/zookeeper_claim.py: an
+ZooKeeper: the project's lock recipe on one name (coordination/locks/zookeeper/claim.py: an
 ephemeral sequential node per contender, the lowest leads, kazoo's node names), held for as
 long as the leader leads. So the election gets what the locks have: kazoo's polling handler,
 the connection state watched (any SUSPENDED or LOST since the election ends the leadership),
@@ -39,7 +39,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from coordination.locks.base import LockError
 from coordination.locks.etcd import EtcdLocks
 from coordination.locks.zookeeper import ZooKeeperLocks, ZooKeeperTLS
-from coordination.locks.zookeeper_claim import ZooKeeperClaim
+from coordination.locks.zookeeper.claim import ZooKeeperClaim
 from shared.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@ ACTIONS: dict[str, str] = {
     "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
     "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
     "take the lock, with a token per name": (
-        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+        "coordination.locks.zookeeper.claim.ZooKeeperClaim.wait"
     ),
     "the token of a held name": "coordination.locks.base.Lease.token_for",
     "read the level, the row's fence and the decided flags": (
@@ -109,7 +109,7 @@ ACTIONS: dict[str, str] = {
 # locations' level and allocation rows are mapped once their code is in.
 LOCATION_ACTIONS: dict[str, str] = {
     "take the lock on the goods ids of a request, with a token per name": (
-        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+        "coordination.locks.zookeeper.claim.ZooKeeperClaim.wait"
     ),
     "a batch's requests decided in turn on the levels the ones before left": (
         "stock_service.core.plan.plan"
@@ -156,7 +156,7 @@ LOCATION_ACTIONS: dict[str, str] = {
 # function of the code that does it. tests/unit/test_model_backorders.py imports each.
 BACKORDER_ACTIONS: dict[str, str] = {
     "take the goods id's lock, with a token": (
-        "coordination.locks.zookeeper_claim.ZooKeeperClaim.wait"
+        "coordination.locks.zookeeper.claim.ZooKeeperClaim.wait"
     ),
     "read on hand, the row's fence and seq, the limit, the units owed and the waiting lines": (
         "stock_service.store.StockStore.read_batch"

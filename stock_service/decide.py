@@ -181,7 +181,7 @@ def _write_levels(
         assert token is not None
         seen = int(read.rows[goods_id].fence)
         # Equal is this hold's own write: a split batch (deduction.run_batch) serves its rest
-        # under the same claim, and tokens are unique per hold and name (zookeeper_claim.py).
+        # under the same claim, and tokens are unique per hold and name (zookeeper/claim.py).
         # So the fence alone cannot tell a newer holder that such a hold wrote again since its
         # read: the compare-and-set matches the row's ledger seq too (the model's
         # FENCE_WITHOUT_SEQ), and a row moved under an older or equal token is read again.

@@ -3,7 +3,7 @@ sits on it, while the buyers go on buying.
 
 A client of the run's own (this process, in the root namespace, like the run's other ZooKeeper
 readers) takes one hot goods id's lock exactly as a stock replica takes it: the stock service's
-recipe (coordination/locks/zookeeper_claim.py: an ephemeral-sequential node under the goods id's
+recipe (coordination/locks/zookeeper/claim.py: an ephemeral-sequential node under the goods id's
 lock path, first in its queue holds it), its lock root (Settings.lock_root, `/inventory/locks`)
 and its lock name (coordination.locks.lock_names: the goods id itself), logged in as the stock
 service's own ZooKeeper identity (inventory/cluster/zk_acl.py: only `stock` may create and delete

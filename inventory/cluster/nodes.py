@@ -152,7 +152,7 @@ def singleton_leader(election_path: str, timeout: float = 3.0) -> str | None:
     from kazoo.exceptions import KazooException
     from kazoo.handlers.threading import KazooTimeoutError
 
-    from coordination.locks.zookeeper_claim import SEQUENCE
+    from coordination.locks.zookeeper.claim import SEQUENCE
 
     client = KazooClient(
         hosts=topology.ZK_HOSTS,

@@ -3,7 +3,7 @@ each works under, laid out once at `cluster up` by the ensemble's superuser.
 
 ZooKeeper checks CREATE and DELETE on the *parent*: a lock node can be made or removed by an
 identity only if the goods id's node under /inventory/locks lets it, and that node is made by
-the stock service with its own ACL (coordination/locks/zookeeper.py's `digest_identity`: its
+the stock service with its own ACL (coordination/locks/zookeeper/client.py's `digest_identity`: its
 identity may do everything, everyone else may read). So:
 
     /inventory              superuser only; everyone reads

@@ -1,4 +1,4 @@
-"""The ZooKeeper client's reconnection policy (coordination/locks/zookeeper.py): after an outage of
+"""The ZooKeeper client's reconnection policy (coordination.locks.zookeeper): after an outage of
 the ensemble it looks again at least about once a second, where kazoo's default doubles its delay up
 to an hour (a 10 s partition without quorum left clients 5 s more without a connection). The
 policy object is exercised as kazoo's connection loop uses it, with its sleeps recorded."""

@@ -114,7 +114,7 @@ def unredirect() -> None:
 
 
 def _kazoo(ca: str, address: str) -> object:
-    """The product's ZooKeeper client (its kazoo options, coordination/locks/zookeeper.py),
+    """The product's ZooKeeper client (its kazoo options, coordination/locks/zookeeper/client.py),
     connecting the way kazoo's connection does: the handler with what the client holds."""
     from kazoo.client import KazooClient
 

@@ -25,7 +25,7 @@ return create2 stats, and mixing the two on one path could go backwards: a waite
 be below the pzxid its predecessor saw.
 
 Lost replies: a create retried after a lost reply first looks for its node by the claim's
-unique prefix; nodes it cannot delete go to the backend's cleanup (zookeeper.py).
+unique prefix; nodes it cannot delete go to the backend's cleanup (client.py).
 """
 
 from __future__ import annotations
@@ -60,7 +60,7 @@ TRANSIENT = (ConnectionLoss, OperationTimeoutError, KazooTimeoutError)
 
 
 class ClaimBackend(Protocol):
-    """What a claim needs of its backend (coordination/locks/zookeeper.py's ZooKeeperLocks): the
+    """What a claim needs of its backend (client.py's ZooKeeperLocks): the
     session, its state, and the lock paths' housekeeping. Named here so the recipe does not
     import the backend that imports it."""
 

@@ -1,5 +1,5 @@
 """ZooKeeper locks: the connection, its state, and the cleanup of lock nodes left behind.
-The lock recipe itself (several names per claim, fencing tokens) is in zookeeper_claim.py.
+The lock recipe itself (several names per claim, fencing tokens) is in claim.py.
 
 The client's connection state is watched: once it has been SUSPENDED or LOST since a claim
 began, its leases report themselves no longer held, and the holder aborts before commit.
@@ -28,8 +28,8 @@ from kazoo.security import make_acl, make_digest_acl
 
 from coordination.locks.base import LockBackend, LockUnavailable
 from coordination.locks.kazoo_handler import PollingHandler
-from coordination.locks.zookeeper_claim import ZooKeeperClaim
-from coordination.locks.zookeeper_containers import ensure_container
+from coordination.locks.zookeeper.claim import ZooKeeperClaim
+from coordination.locks.zookeeper.containers import ensure_container
 
 log = logging.getLogger(__name__)
 # kazoo retries a lost connection forever with its delay doubling up to an hour: after an
@@ -129,7 +129,7 @@ class ZooKeeperLocks(LockBackend):
         self._state_waiters: set[threading.Event] = set()
         self._guard = threading.Lock()
         # Lock paths known to exist. They are container nodes, which ZooKeeper deletes once
-        # empty (zookeeper_containers.py): a create that finds its parent gone forgets it here
+        # empty (zookeeper/containers.py): a create that finds its parent gone forgets it here
         # and makes it again.
         self._parents: set[str] = set()
         # Nodes a claim could not delete (or could not tell whether it created) while the

@@ -13,7 +13,7 @@ its own opcode (19, createContainer), so it is sent as such through kazoo's requ
 
 The price: a parent can vanish between its creation and a contender's create under it (the
 server removed it, empty). The create then fails with NoNodeError, and the claim makes the
-parent again and retries (zookeeper_claim.py).
+parent again and retries (zookeeper/claim.py).
 """
 
 from __future__ import annotations
