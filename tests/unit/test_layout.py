@@ -65,13 +65,13 @@ LAYERS = {
     "order_service": Layers(
         wiring=("app",),
         api=("api",),
-        capabilities=("placing", "reservations", "backorders", "settling", "dashboard"),
-        base=("orders",),
+        capabilities=("placing", "reservations", "settling"),
+        base=("core", "storage"),
     ),
     "stock_service": Layers(
         wiring=("app",),
         api=("api",),
-        capabilities=("deduction", "holds", "locations", "backorders", "ledger", "admin"),
+        capabilities=("deduction", "ledger", "locations"),
         base=("core", "storage"),
     ),
 }
@@ -212,6 +212,7 @@ def layer_breaches(root: Path, service: str, layers: Layers) -> list[str]:
     rank_of.update(rank)
     units = _units(root, service)
     found = [f"{service}.{u} stands in no layer of LAYERS" for u in sorted(units - set(rank))]
+    found += [f"LAYERS names {service}.{u}, which is not there" for u in sorted(set(rank) - units)]
     for name, unit, statement in _service_imports(root, service):
         if unit not in rank:
             continue
@@ -485,9 +486,15 @@ def test_rule_2_finds_a_lower_layer_importing_a_higher_one(tmp_path: Path) -> No
     assert layer_breaches(root, "svc", SVC_LAYERS) == ["svc.core.plan (base) imports svc"]
 
 
-def test_rule_2_finds_a_package_standing_in_no_layer(tmp_path: Path) -> None:
+def test_rule_2_finds_a_package_standing_in_no_layer_and_a_layer_naming_none(
+    tmp_path: Path,
+) -> None:
     root = plant(tmp_path, {**SVC, "svc/extras.py": ""})
     assert layer_breaches(root, "svc", SVC_LAYERS) == ["svc.extras stands in no layer of LAYERS"]
+    stale = SVC_LAYERS._replace(capabilities=("holds", "ledger", "gone"))
+    assert layer_breaches(plant(tmp_path / "b", SVC), "svc", stale) == [
+        "LAYERS names svc.gone, which is not there"
+    ]
 
 
 def test_rule_3_finds_an_import_past_a_package_s_face(tmp_path: Path) -> None:
