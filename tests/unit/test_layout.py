@@ -218,7 +218,10 @@ def layer_breaches(root: Path, service: str, layers: Layers) -> list[str]:
             continue
         for target in _targets(statement, service, units):
             if target != unit and target in rank_of and rank_of[target] < rank[unit]:
-                found.append(f"{name} ({layers._fields[rank[unit]]}) imports {statement.module}")
+                reached = statement.module
+                if statement.module == service and target:
+                    reached = f"{service}.{target}"
+                found.append(f"{name} ({layers._fields[rank[unit]]}) imports {reached}")
     return sorted(set(found))
 
 
@@ -483,6 +486,8 @@ def test_rule_2_finds_a_lower_layer_importing_a_higher_one(tmp_path: Path) -> No
     plant(root, {"svc/core/plan.py": "def plan():\n    from svc.holds import Hold\n"})
     assert layer_breaches(root, "svc", SVC_LAYERS) == ["svc.core.plan (base) imports svc.holds"]
     plant(root, {"svc/core/plan.py": "from svc import app\n"})
+    assert layer_breaches(root, "svc", SVC_LAYERS) == ["svc.core.plan (base) imports svc.app"]
+    plant(root, {"svc/core/plan.py": "from svc import create_app\n"})
     assert layer_breaches(root, "svc", SVC_LAYERS) == ["svc.core.plan (base) imports svc"]
 
 
