@@ -1,6 +1,6 @@
-"""The house's rules, held against the code (docs/layout.md, "The rules"). Read from the source
-with `ast` (nothing is imported), so a wall that moves back fails here rather than in a reader's
-second hour:
+"""The house's rules, held against the code (docs/layout.md, "The rules the layout test
+holds"). Read from the source with `ast` (nothing is imported), so a wall that moves back fails
+here rather than in a reader's second hour:
 
 1. The top-level packages import one another only in the stated directions (MAY_IMPORT).
 2. Inside a service a lower layer never imports a higher one: `app.py` (the wiring) > `api/` >
