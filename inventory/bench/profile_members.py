@@ -19,12 +19,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import migrations
 from inventory.bench.batches import BatchCounts, scrape_all
-from inventory.bench.config import StackConfig
 from inventory.bench.loads import order_load
-from inventory.bench.profile_order import profile, py_spy, warmed
-from inventory.bench.runner import throwaway_database
+from inventory.bench.profile_order import profile, py_spy, stack_env, warmed
 from inventory.local import stack
 
 LOADS = ("lone", "members")
@@ -44,19 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         print("py-spy not found: pip install py-spy", file=sys.stderr)
         return 2
     out = Path(args.out).resolve()
-    env: dict[str, str] = dict(StackConfig("zookeeper").env())
-    drop = None
-    if args.database_url:
-        url, drop = throwaway_database(args.database_url)
-        env["ORDER_DATABASE_URL"] = env["STOCK_DATABASE_URL"] = url
-        migrations.upgrade(url, "order")
-        migrations.upgrade(url, "stock")
-    try:
+    with stack_env(args.database_url) as (env, database):
         loads = _profile_loads(out, env, args)
-    finally:
-        if drop:
-            drop()
-    summary = {"database": "postgresql" if drop else "sqlite", **loads}
+    summary = {"database": database, **loads}
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(render(summary, args.concurrency))
     print(f"raw stacks and summary.json in {out}")

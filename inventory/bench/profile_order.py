@@ -22,6 +22,8 @@ import signal
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -145,21 +147,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    drop = None
-    env: dict[str, str] = dict(StackConfig("zookeeper").env())
-    if args.database_url:
-        url, drop = throwaway_database(args.database_url)
-        env["ORDER_DATABASE_URL"] = env["STOCK_DATABASE_URL"] = url
-        migrations.upgrade(url, "order")
-        migrations.upgrade(url, "stock")
-    summary: dict[str, Any] = {"database": "postgresql" if drop else "sqlite"}
-    try:
+    with stack_env(args.database_url) as (env, database):
+        summary: dict[str, Any] = {"database": database}
         summary["genOrder"] = _profile_stack(out, env, args)
         if args.peer:
             summary["peer"] = _profile_peer(out, env, args)
-    finally:
-        if drop:
-            drop()
     (out / "summary.json").write_text(json.dumps(summary, indent=2))
     print(render(summary))
     print(f"raw stacks and summary.json in {out}")
@@ -180,32 +172,53 @@ def warmed(state: StackState, concurrency: int) -> tuple[list[str], dict[str, in
     return hot, workers, extra
 
 
-def _database_cpu(env: dict[str, str]) -> DatabaseCpu | None:
+@contextmanager
+def stack_env(database_url: str | None) -> Iterator[tuple[dict[str, str], str]]:
+    """The profiled stack's environment (the bench's ZooKeeper stack) and its database's name:
+    SQLite files, or a throwaway database on the PostgreSQL server given, migrated, and dropped
+    after."""
+    env: dict[str, str] = dict(StackConfig("zookeeper").env())
+    if not database_url:
+        yield env, "sqlite"
+        return
+    url, drop = throwaway_database(database_url)
+    env["ORDER_DATABASE_URL"] = env["STOCK_DATABASE_URL"] = url
+    migrations.upgrade(url, "order")
+    migrations.upgrade(url, "stock")
+    try:
+        yield env, "postgresql"
+    finally:
+        drop()
+
+
+def _profile_with_database(
+    workers: dict[str, int],
+    run: Callable[[], Any],
+    out: Path,
+    args: argparse.Namespace,
+    extra: dict[str, int],
+    env: dict[str, str],
+) -> dict[str, Any]:
+    """profile(), with PostgreSQL's CPU per order over the same load when the stack is on it."""
     url = env.get("STOCK_DATABASE_URL")
-    return DatabaseCpu.of(url)[0] if url else None
+    database = DatabaseCpu.of(url)[0] if url else None
+    if database:
+        database.start()
+    summary = profile(workers, run, out, args, extra)
+    if database:
+        summary["postgres_ms_per_order"] = {
+            k: round(v * 1000 / max(summary["orders"], 1), 3) for k, v in database.stop().items()
+        }
+        database.close()
+    return summary
 
 
 def _profile_stack(out: Path, env: dict[str, str], args: argparse.Namespace) -> dict[str, Any]:
     state = stack.up(home=out / "stack", extra_env=env, say=lambda *_: None)
     try:
         hot, workers, extra = warmed(state, args.concurrency)
-        database = _database_cpu(env)
-        if database:
-            database.start()
-        summary = profile(
-            workers,
-            lambda: order_load(state.order_url, hot, args.orders, args.concurrency),
-            out,
-            args,
-            extra,
-        )
-        if database:
-            summary["postgres_ms_per_order"] = {
-                k: round(v * 1000 / max(summary["orders"], 1), 3)
-                for k, v in database.stop().items()
-            }
-            database.close()
-        return summary
+        run = lambda: order_load(state.order_url, hot, args.orders, args.concurrency)  # noqa: E731
+        return _profile_with_database(workers, run, out, args, extra, env)
     finally:
         stack.down(home=out / "stack", say=lambda *_: None)
 
@@ -217,18 +230,8 @@ def _profile_peer(out: Path, env: dict[str, str], args: argparse.Namespace) -> d
     try:
         order_load(peer.url, ["profile-peer-hot"], 400, args.concurrency)
         workers = {f"peer.{i}": pid for i, pid in enumerate(sorted(children(peer.pid)))}
-        database = _database_cpu(env)
-        if database:
-            database.start()
         run = lambda: order_load(peer.url, ["profile-peer-hot"], args.orders, args.concurrency)  # noqa: E731
-        summary = profile(workers, run, out, args, {})
-        if database:
-            summary["postgres_ms_per_order"] = {
-                k: round(v * 1000 / max(summary["orders"], 1), 3)
-                for k, v in database.stop().items()
-            }
-            database.close()
-        return summary
+        return _profile_with_database(workers, run, out, args, {}, env)
     finally:
         peer.stop()
 

@@ -14,6 +14,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from order_service.model import INSUFFICIENT_STOCK
 
@@ -54,7 +55,9 @@ def classify(status: int, body: object) -> tuple[str, str | None, str | None, st
     return UNKNOWN, order_id, order_status, reason if reason else data.get("error")
 
 
-def write(ops: Iterable[Op], path: Path) -> None:
+def write(ops: Iterable[Any], path: Path) -> None:
+    """A run's records (the buyers' Ops, the operators' Adjusts, Moves and Steps: dataclasses
+    with an `invoke`) as JSON lines, in the order they were sent."""
     with open(path, "w") as out:
         for op in sorted(ops, key=lambda o: o.invoke):
             out.write(json.dumps(asdict(op), sort_keys=True) + "\n")

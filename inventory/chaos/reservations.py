@@ -19,15 +19,14 @@ the reservation's end), R1 (inventory/check/reservations.py: one end each, units
 from __future__ import annotations
 
 import http.client
-import json
 import random
 import threading
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from inventory.chaos.after_sale import Clock
+from inventory.chaos.restocks import request
 
 RESERVED = 2  # goods ids of their own
 STOCK = 5_000
@@ -130,7 +129,7 @@ class Reserver:
         for retry in range(RETRIES + 1):
             attempt = Step(**{**asdict(step), "retry": retry})
             attempt.invoke = self.clock.now()
-            attempt.status, answer = self._request(conn, method, path, body, headers or {})
+            attempt.status, answer = request(conn, method, path, body, headers or {})
             attempt.complete = self.clock.now()
             attempt.reservation = step.reservation or answer.get("reservationId")
             attempt.state = answer.get("state") or answer.get("status")
@@ -142,30 +141,6 @@ class Reserver:
             time.sleep(RETRY_PAUSE)
         return attempt
 
-    def _request(
-        self,
-        conn: http.client.HTTPConnection,
-        method: str,
-        path: str,
-        body: Any,
-        headers: dict[str, str],
-    ) -> tuple[int, dict[str, Any]]:
-        try:
-            payload = None if body is None else json.dumps(body).encode()
-            conn.request(
-                method, path, body=payload, headers={"Content-Type": "application/json", **headers}
-            )
-            response = conn.getresponse()
-            raw = response.read()
-        except (http.client.HTTPException, OSError) as exc:
-            conn.close()
-            return 0, {"error": f"no answer: {type(exc).__name__}"}
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            answer = {"error": raw[:200].decode(errors="replace")}
-        return response.status, answer if isinstance(answer, dict) else {}
-
 
 def started(goods: list[str], prefix: str, clock: Clock, seed: int) -> Reserver:
     """The reserver on the cluster's order service (through haproxy), started."""
@@ -174,9 +149,3 @@ def started(goods: list[str], prefix: str, clock: Clock, seed: int) -> Reserver:
     reserver = Reserver(topology.VIP, topology.LB_ORDER_PORT, goods, clock, prefix, seed)
     reserver.start()
     return reserver
-
-
-def write(steps: list[Step], path: Path) -> None:
-    with open(path, "w") as out:
-        for step in sorted(steps, key=lambda s: s.invoke):
-            out.write(json.dumps(asdict(step), sort_keys=True) + "\n")

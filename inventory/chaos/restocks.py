@@ -20,8 +20,7 @@ import http.client
 import json
 import random
 import threading
-from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import Any
 
 from inventory.chaos.after_sale import Clock
@@ -117,23 +116,25 @@ class StockKeeper:
     def _request(
         self, conn: http.client.HTTPConnection, method: str, path: str, body: Any
     ) -> tuple[int, dict[str, Any]]:
-        headers = {"Content-Type": "application/json", **self.admin}
-        try:
-            payload = None if body is None else json.dumps(body).encode()
-            conn.request(method, path, body=payload, headers=headers)
-            response = conn.getresponse()
-            raw = response.read()
-        except (http.client.HTTPException, OSError) as exc:
-            conn.close()  # reconnects on the next request
-            return 0, {"error": f"no answer: {type(exc).__name__}"}
-        try:
-            answer = json.loads(raw)
-        except ValueError:
-            answer = {"error": raw[:200].decode(errors="replace")}
-        return response.status, answer if isinstance(answer, dict) else {}
+        return request(conn, method, path, body, self.admin)
 
 
-def write(ops: list[Adjust], path: Path) -> None:
-    with open(path, "w") as out:
-        for op in sorted(ops, key=lambda o: o.invoke):
-            out.write(json.dumps(asdict(op), sort_keys=True) + "\n")
+def request(
+    conn: http.client.HTTPConnection, method: str, path: str, body: Any, headers: dict[str, str]
+) -> tuple[int, dict[str, Any]]:
+    """One JSON request of an operator: (status, answer); 0 and the error when none came."""
+    try:
+        payload = None if body is None else json.dumps(body).encode()
+        conn.request(
+            method, path, body=payload, headers={"Content-Type": "application/json", **headers}
+        )
+        response = conn.getresponse()
+        raw = response.read()
+    except (http.client.HTTPException, OSError) as exc:
+        conn.close()  # reconnects on the next request
+        return 0, {"error": f"no answer: {type(exc).__name__}"}
+    try:
+        answer = json.loads(raw)
+    except ValueError:
+        answer = {"error": raw[:200].decode(errors="replace")}
+    return response.status, answer if isinstance(answer, dict) else {}

@@ -261,7 +261,7 @@ def _under_load(
     config.folder.mkdir(parents=True, exist_ok=True)
     history.write(load.ops, config.folder / "history.jsonl")
     side.write(config.folder)
-    reservations.write(reserver.steps, config.folder / "reservations.jsonl")
+    history.write(reserver.steps, config.folder / "reservations.jsonl")
     report.write(config.folder, summary, table, verdicts, windows, load.ops)
     return {**summary, "table": table, "verdicts": verdicts}
 

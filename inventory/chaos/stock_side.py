@@ -19,11 +19,10 @@ from sqlalchemy import Engine
 from inventory.chaos import (
     backorders,
     catch_up,
+    history,
     ledger_checks,
     location_checks,
     locations,
-    restocks,
-    transfers,
 )
 from inventory.chaos.backorders import Restocker
 from inventory.chaos.restocks import Adjust, StockKeeper
@@ -76,41 +75,13 @@ class StockSide:
         """Adjustments beside the buyers, on the hot and the other goods (the scarce goods of
         slow-first-attempts are left alone: its LA figures rebuild their levels from flows and
         returns alone)."""
-        self.keeper = StockKeeper(
-            topology.VIP,
-            topology.LB_STOCK_PORT,
-            self.state.admin_headers(),
-            self.goods.prefix,
-            hot=list(self.goods.hot),
-            others=list(self.goods.others),
-            clock=load,
-            seed=self.seed,
-        )
-        self.keeper.start()
-        self.mover = Mover(
-            topology.VIP,
-            topology.LB_STOCK_PORT,
-            self.state.admin_headers(),
-            self.goods.prefix,
-            hot=[],
-            others=[],
-            clock=load,
-            seed=self.seed,
-            located=list(self.goods.located),
-        )
-        self.mover.start()
-        self.restocker = Restocker(
-            topology.VIP,
-            topology.LB_STOCK_PORT,
-            self.state.admin_headers(),
-            self.goods.prefix,
-            hot=[],
-            others=[],
-            clock=load,
-            seed=self.seed,
-            owed=list(self.goods.owed),
-        )
-        self.restocker.start()
+        at = (topology.VIP, topology.LB_STOCK_PORT, self.state.admin_headers(), self.goods.prefix)
+        hot, others = list(self.goods.hot), list(self.goods.others)
+        self.keeper = StockKeeper(*at, hot, others, load, self.seed)
+        self.mover = Mover(*at, [], [], load, self.seed, located=list(self.goods.located))
+        self.restocker = Restocker(*at, [], [], load, self.seed, owed=list(self.goods.owed))
+        for operator in (self.keeper, self.mover, self.restocker):
+            operator.start()
 
     def stop_keeper(self) -> None:
         for operator in (self.keeper, self.mover, self.restocker):
@@ -177,5 +148,5 @@ class StockSide:
         }
 
     def write(self, folder: Path) -> None:
-        restocks.write(self.adjustments, folder / "adjustments.jsonl")
-        transfers.write(self.mover.moves if self.mover else [], folder / "transfers.jsonl")
+        history.write(self.adjustments, folder / "adjustments.jsonl")
+        history.write(self.mover.moves if self.mover else [], folder / "transfers.jsonl")

@@ -20,11 +20,9 @@ location_checks.py, L1-L5 against the ledger.
 from __future__ import annotations
 
 import http.client
-import json
 import random
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 from inventory.chaos.locations import LOCATIONS
@@ -130,9 +128,3 @@ class Mover(StockKeeper):
             return None
         found = {p.get("location"): p.get("num") for p in answer["locations"]}
         return {loc: int(found.get(loc) or 0) for loc in LOCATIONS}
-
-
-def write(moves: list[Move], path: Path) -> None:
-    with open(path, "w") as out:
-        for move in sorted(moves, key=lambda m: m.invoke):
-            out.write(json.dumps(asdict(move), sort_keys=True) + "\n")
