@@ -19,21 +19,24 @@ from shared.redis_client import make_redis
 from shared.request_id import install_request_ids
 from shared.settings import Settings
 from shared.startup import prepare_schema
-from stock_service.admin import admin_auth, service_guard
-from stock_service.api import SERVICE_ROUTES, stock_routes
-from stock_service.deduction import StockDeduction
-from stock_service.deps import StockDeps
-from stock_service.events_api import events_routes
-from stock_service.faults_api import fault_routes
-from stock_service.holds import LockPolicy
+from stock_service.api import (
+    SERVICE_ROUTES,
+    StockDeps,
+    admin_auth,
+    events_routes,
+    fault_routes,
+    input_models,
+    ledger_routes,
+    location_routes,
+    service_guard,
+    settle_routes,
+    stock_routes,
+    transfer_routes,
+)
+from stock_service.deduction import LockPolicy, StockDeduction
 from stock_service.ledger import Ledger
-from stock_service.ledger_api import ledger_routes
-from stock_service.location_book import LocationBook
-from stock_service.locations_api import location_routes
-from stock_service.schemas import input_models
-from stock_service.settle_api import settle_routes
-from stock_service.store import StockStore
-from stock_service.transfers_api import transfer_routes
+from stock_service.locations import LocationBook
+from stock_service.storage import StockStore
 
 log = logging.getLogger("stock_service")
 

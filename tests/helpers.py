@@ -19,7 +19,7 @@ from coordination.locks import LockBackend
 from order_service.tables import order_details, orders
 from shared.faults import Faults
 from shared.settings import Settings
-from stock_service.tables import stock, stock_flow
+from stock_service.storage.tables import stock, stock_flow
 from tests.conftest import ADMIN
 
 

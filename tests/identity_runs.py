@@ -53,9 +53,9 @@ from shared.health import redis_ok
 from shared.ids import new_id
 from shared.redis_client import make_redis
 from shared.settings import Settings
-from stock_service import relay
-from stock_service.deduction import StockDeduction
-from stock_service.tables import stock_outbox
+from stock_service.deduction.steps import StockDeduction
+from stock_service.ledger import relay
+from stock_service.storage.tables import stock_outbox
 
 
 @contextlib.contextmanager

@@ -8,7 +8,7 @@ The seed's method has two flaws, and this backend carries the seed's fixes for b
 - The expiry makes a slow holder (paused past `expires_at`) overlap with the next one. Its
   still-held check compares its own clock with its expiry before commit, but a pause after
   that check cannot be seen by the holder: the fencing token (the row's `id`, which only grows)
-  makes the stock row's compare-and-set refuse the stale write (stock_service/store.py).
+  makes the stock row's compare-and-set refuse the stale write (stock_service/storage/store.py).
 
 Unlike LOCK_BACKEND=database, nothing stays open while the name is held: the insert commits at
 once, so SQLite works too. Waiting is polling (inserts retried with a growing pause), so a hot

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from order_service.tables import orders
 from shared.settings import Settings
-from stock_service.tables import flag_decision
+from stock_service.storage.tables import flag_decision
 from tests.conftest import unique
 from tests.helpers import PauseAt, Services, running_services
 

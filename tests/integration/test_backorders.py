@@ -15,7 +15,7 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from shared.settings import Settings
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder,
     backorder_fill,
     stock_adjustment,

@@ -22,7 +22,7 @@ from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from shared.settings import Settings
-from stock_service.tables import stock_flow, stock_return
+from stock_service.storage.tables import stock_flow, stock_return
 from tests.conftest import unique
 from tests.helpers import PauseAt, Services, running_services
 

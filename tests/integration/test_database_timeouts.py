@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from shared.db import DatabaseTimeout, DatabaseTimeouts, make_engine, transaction
 from shared.settings import Settings
-from stock_service.tables import stock
+from stock_service.storage.tables import stock
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

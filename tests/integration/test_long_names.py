@@ -15,7 +15,7 @@ import pytest
 import sqlalchemy as sa
 
 from shared.settings import Settings
-from stock_service.tables import stock_outbox
+from stock_service.storage.tables import stock_outbox
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

@@ -18,7 +18,7 @@ ENTRIES = {
     "order service": "order_service.app",
     "stock service": "stock_service.app",
     "reconciler": "order_service.reconciler",
-    "relay": "stock_service.relay",
+    "relay": "stock_service.ledger.relay",
 }
 PRODUCT = ("order_service", "stock_service", "shared", "coordination")
 # What a method of Settings reads, for the code that calls the method.
