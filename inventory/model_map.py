@@ -20,7 +20,7 @@ ACTIONS: dict[str, str] = {
     ),
     "plan: decide each request against the running level": "stock_service.core.plan.plan",
     "fence compare-and-set on the stock row": (
-        "stock_service.storage.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.deduction.decide._write_levels"
@@ -29,10 +29,10 @@ ACTIONS: dict[str, str] = {
         "stock_service.deduction.decide.decide_batch"
     ),
     "insert the flow rows (unique flag, goods id)": (
-        "stock_service.storage.store_write.StockWrite.add_flows"
+        "stock_service.storage.store.StockWrite.add_flows"
     ),
     "insert the decision rows (primary key flag)": (
-        "stock_service.storage.store_write.StockWrite.add_decisions"
+        "stock_service.storage.store.StockWrite.add_decisions"
     ),
     "void a flag (no lock; the key orders it)": "stock_service.storage.store.StockStore.void",
     "forget decided flags in Redis": "stock_service.deduction.steps.StockDeduction.forget_flags",
@@ -44,13 +44,11 @@ ACTIONS: dict[str, str] = {
     "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
     "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
     "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
-    "finish: compare-and-set from PENDING, answer from the row": (
-        "order_service.transitions.finish"
-    ),
+    "finish: compare-and-set from PENDING, answer from the row": "order_service.transitions.finish",
     "a decision becomes a status": "order_service.settlement.decided_status",
     "pay a hold": "order_service.transitions.pay",
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
-        "stock_service.storage.store_write.StockWrite.add_decisions"
+        "stock_service.storage.store.StockWrite.add_decisions"
     ),
     "plan a return: of a deducted flag, the level up by its quantity": (
         "stock_service.core.plan.plan"
@@ -65,10 +63,10 @@ ACTIONS: dict[str, str] = {
         "stock_service.deduction.steps.StockDeduction.cancel"
     ),
     "the decision's compare-and-set deducted -> returned": (
-        "stock_service.storage.store_write.StockWrite.mark_returned"
+        "stock_service.storage.store.StockWrite.mark_returned"
     ),
     "fenced write: the row's fence and its ledger seq as read": (
-        "stock_service.storage.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "an adjustment: to the lock, batched with the orders' requests": (
         "stock_service.deduction.steps.StockDeduction.adjust"
@@ -76,9 +74,7 @@ ACTIONS: dict[str, str] = {
     "plan an adjustment: a count stale unless the level is the one expected": (
         "stock_service.core.plan._adjust"
     ),
-    "write the adjustment's ledger row": (
-        "stock_service.storage.store_write.StockWrite.add_adjustments"
-    ),
+    "write the adjustment's ledger row": "stock_service.storage.store.StockWrite.add_adjustments",
     "reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": (
         "coordination.election.ZooKeeperElector.is_leader"
@@ -137,7 +133,7 @@ LOCATION_ACTIONS: dict[str, str] = {
         "stock_service.core.allocation._split"
     ),
     "fenced write on X's row: its fence and its ledger seq as read": (
-        "stock_service.storage.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "fence refused (newer holder) or overtaken (older holder)": (
         "stock_service.deduction.decide._write_levels"
@@ -211,14 +207,14 @@ BACKORDER_ACTIONS: dict[str, str] = {
     ),
     "a line gives up its place": "stock_service.core.backorders.Backorders.give_up",
     "fenced write on the goods row: its fence and its ledger seq as read": (
-        "stock_service.storage.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     # GATE_ONLY_CHANGED_LEVELS removes this: only a plan with a ledger line met the fence.
     "every hold's commit through the gate, whatever its plan writes": (
         "stock_service.deduction.decide._write_levels"
     ),
     "the gate of a plan with no ledger line (a refusal, a give-up of nothing): fence moved": (
-        "stock_service.storage.store_write.StockWrite.pass_gate"
+        "stock_service.storage.store.StockWrite.pass_gate"
     ),
     "the lines, their fills and the units owed written in the fenced commit": (
         "stock_service.storage.backorder_store.write_backorders"
@@ -242,12 +238,10 @@ BACKORDER_ACTIONS: dict[str, str] = {
         "stock_service.deduction.steps.StockDeduction.cancel"
     ),
     "the flag's decision compare-and-set deducted -> returned": (
-        "stock_service.storage.store_write.StockWrite.mark_returned"
+        "stock_service.storage.store.StockWrite.mark_returned"
     ),
     "the reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
-    "the reconciler: pass after pass, each while still the leader": (
-        "order_service.reconciler.lead"
-    ),
+    "the reconciler: pass after pass, each while still the leader": "order_service.reconciler.lead",
     "POST /reservations: its flag deducted held, then the row held": (
         "order_service.reservations.Reservations.reserve"
     ),
@@ -263,9 +257,7 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "a genOrder's repeat finding it consumed by its own key answers that order": (
         "order_service.reservation_orders.ReservationOrders.place"
     ),
-    "DELETE: held -> released, then the return": (
-        "order_service.reservations.Reservations.release"
-    ),
+    "DELETE: held -> released, then the return": "order_service.reservations.Reservations.release",
     "the return of a released or expired reservation asked of the stock service": (
         "order_service.reservations.Settlement.give_back"
     ),

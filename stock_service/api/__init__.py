@@ -1,9 +1,9 @@
 """The stock service's HTTP face: the routes, their request and answer schemas, their guards.
 Above the capabilities: each route checks its input and calls one of them, nothing stored here.
 
-    stock.py             reduceStock (one flag, a batch), the stock flow, a level read and set
+    stock.py             reduceStock (one flag, a batch), the stock flow, a level read and set,
+                         and how the answers carry the rows
     wants.py             a reduceStock body made a deduction request, and its checks
-    answers.py           how the answers carry the rows
     settle.py            a flag's decision, its void, its return, a hold's release
     ledger.py            adjustments, history, thresholds, policies
     events.py            GET /stock-events

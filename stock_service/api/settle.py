@@ -14,9 +14,9 @@ from shared.contract import Decided
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import Unavailable
-from stock_service.api.answers import allocations_json, flow_json
 from stock_service.api.deps import StockDeps
 from stock_service.api.schemas import FlagPath, FlagState, HoldReleased, Returned, Voided
+from stock_service.api.stock import allocations_json, flow_json
 from stock_service.core import DEFAULT
 from stock_service.deduction import Outcome
 

@@ -1,5 +1,8 @@
 """The stock service's HTTP routes: validated by apiflask against the models of schemas.py,
-then one step each; every status a route can answer is listed with it."""
+then one step each; every status a route can answer is listed with it. Below them, how the
+answers carry the service's rows: a flow (or return) row, the shortfalls of a refusal, one
+flag's result in a batched reduceStock. The JSON names are the API's (goodsId, num,
+createTime); the columns' are the database's."""
 
 from __future__ import annotations
 
@@ -10,18 +13,12 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
 from shared.api_app import answers
+from shared.errors import DependencyUnavailable
 from shared.health import add_health_route
 from shared.http_errors import ApiError
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
 from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
-from stock_service.api.answers import (
-    allocations_json,
-    flag_result,
-    flow_json,
-    owed_json,
-    shortfalls_json,
-)
 from stock_service.api.deps import StockDeps
 from stock_service.api.location_schemas import NotFound
 from stock_service.api.schemas import (
@@ -39,7 +36,7 @@ from stock_service.api.schemas import (
 from stock_service.api.waits import DOWN, install_waits
 from stock_service.api.wants import check_locations, deduction_request, unknown_locations
 from stock_service.core import Adjustment
-from stock_service.deduction import Outcome, StockDeduction
+from stock_service.deduction import NotAttempted, Outcome, StockDeduction
 
 log = logging.getLogger("stock_service")
 # The routes the order service and the reconcilers call (STOCK_SERVICE_TOKEN guards them).
@@ -298,3 +295,70 @@ def stock_routes(models: InputModels, admin: HTTPTokenAuth) -> APIBlueprint:
 
     add_health_route(bp, lambda: deps().health(), "the database, Redis and the lock service")
     return bp
+
+
+# --- how the answers carry the rows ------------------------------------------------------
+
+
+def flow_json(row: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": row["id"],
+        "flag": row["flag"],
+        "goodsId": row["goods_id"],
+        "num": row["num"],
+        "fence": row["fence"],
+        "createTime": row["created_at"].isoformat(),
+    }
+
+
+def shortfalls_json(result: Any) -> list[dict[str, Any]]:
+    return [
+        {
+            "goodsId": s.goods_id,
+            "requested": s.requested,
+            "available": s.available,
+            "seedVersion": s.seed_version,
+        }
+        for s in result.shortfalls
+    ]
+
+
+def allocations_json(allocations: list[tuple[str, str, int]]) -> list[dict[str, Any]]:
+    return [{"goodsId": g, "location": loc, "num": n} for g, loc, n in allocations]
+
+
+def flag_result(flag: str, result: Any, backend: str) -> dict[str, Any]:
+    """One flag's result in a batched answer (what the single route's body would say)."""
+    if isinstance(result, NotAttempted):  # retryable: nothing written, its flag still live
+        DEDUCTIONS.labels(Outcome.NOT_ATTEMPTED.value).inc()
+        body: dict[str, Any] = {
+            "flag": flag,
+            "outcome": Outcome.NOT_ATTEMPTED,
+            "error": result.error,
+            "dependency": "lock",
+        }
+        if result.lock is not None:  # its queue was full
+            body.update(lock=result.lock, goodsId=result.goods_id, retryAfter=result.retry_after)
+        return body
+    if isinstance(result, DependencyUnavailable):
+        DEDUCTIONS.labels(Outcome.UNAVAILABLE.value).inc()
+        return {
+            "flag": flag,
+            "outcome": Outcome.UNAVAILABLE,
+            "error": result.answer(),
+            "dependency": result.dependency,
+        }
+    DEDUCTIONS.labels(result.outcome.value).inc()
+    body = {"flag": flag, "outcome": result.outcome.value}
+    if result.shortfalls:  # a refusal's, or what a partial fill did not fill
+        body["shortfalls"] = shortfalls_json(result)
+    if result.outcome in (Outcome.DEDUCTED, Outcome.BACKORDERED):
+        body["flows"] = [flow_json(row) for row in result.flows]
+        body["allocations"] = allocations_json(result.allocations)
+    if result.backordered:
+        body["backordered"] = owed_json(result.backordered)
+    return body
+
+
+def owed_json(owed: dict[str, int]) -> list[dict[str, Any]]:
+    return [{"goodsId": g, "num": n} for g, n in sorted(owed.items())]

@@ -3,8 +3,8 @@ Below the capabilities beside the pure core/: it knows rows and statements, neve
 
     tables.py           the schema (levels, ledger, decisions, outbox, locations, backorders)
     statements.py       the hot path's statements, built once
-    store.py            StockStore: a batch's read under its hold, and the settling reads
-    store_write.py      StockWrite: the statements of one write transaction
+    store.py            StockStore: a batch's read under its hold, the settling reads, and
+                        StockWrite: the statements of one write transaction
     location_store.py   the rows of locations, named levels, allocations and transfers
     backorder_store.py  the rows of backordered lines and their fills
 """

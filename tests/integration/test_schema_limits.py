@@ -68,7 +68,7 @@ def max_length(field: Any) -> int:
 REFERENCE = max_length(transfer_model(1).model_fields["reference"])
 KEY = max_length(IdempotencyHeaders.model_fields["idempotency_key"])
 NEW_ID = 32  # shared.ids.new_id: 29 characters
-# The code cuts each reason it records at 200 characters: stock_service/storage/store_write.py
+# The code cuts each reason it records at 200 characters: stock_service/storage/store.py
 # (flag_decision: a refusal names every short line's goods id), stock_service/core/
 # ledger_lines.py (a transfer's event: its reference in it), order_service/transitions.py and
 # order_service/reservation_store.py.
