@@ -16,17 +16,13 @@ from typing import Any
 from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 from pydantic import BaseModel, Field
-from sqlalchemy import func, select
 
 from shared.api_app import answers
-from shared.db import transaction
 from shared.schemas import Answer, ErrorBody, Unavailable
 from stock_service.api.ledger_schemas import StockEvent
-from stock_service.ledger import DB, events_after
-from stock_service.storage import stock_outbox
+from stock_service.ledger import events_after, last_event_id
 
 LIMIT, MAX_LIMIT = 100, 1000
-LAST = select(func.max(stock_outbox.c.id))
 
 
 class EventsQuery(BaseModel):
@@ -62,8 +58,7 @@ def events_routes() -> APIBlueprint:
         sent when that page was read, so the stream brings it (docs/ledger.md)."""
         engine = current_app.extensions["stock"].engine
         events = events_after(engine, query_data.after, query_data.limit)
-        with transaction(engine, DB, read_only=True) as conn:
-            last = conn.execute(LAST).scalar_one_or_none() or 0
+        last = last_event_id(engine)
         body = {
             "events": events,
             "next": int(events[-1]["id"]) if events else query_data.after,

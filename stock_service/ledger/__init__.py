@@ -7,6 +7,6 @@ Reads what the deductions' commits wrote (never writes a level); its relay is a 
 """
 
 from stock_service.ledger.history import Ledger
-from stock_service.ledger.outbox import DB, events_after
+from stock_service.ledger.outbox import events_after, last_event_id
 
-__all__ = ["DB", "Ledger", "events_after"]
+__all__ = ["Ledger", "events_after", "last_event_id"]

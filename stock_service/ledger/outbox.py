@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Engine, bindparam, select, update
+from sqlalchemy import Engine, bindparam, func, select, update
 
 from shared.db import transaction
 from stock_service.storage import stock_outbox
@@ -30,6 +30,7 @@ MARK_SENT = (
 AFTER = (
     select(stock_outbox).where(o.id > bindparam("after")).order_by(o.id).limit(bindparam("limit"))
 )
+LAST = select(func.max(o.id))
 # One goods id's: the index on (goods_id, id) serves it (migration stock_0007).
 GOODS_AFTER = AFTER.where(o.goods_id == bindparam("goods"))
 
@@ -61,3 +62,9 @@ def events_after(
         params["goods"] = goods_id
     with transaction(engine, DB, read_only=True) as conn:
         return [event_fields(r) for r in conn.execute(query, params)]
+
+
+def last_event_id(engine: Engine) -> int:
+    """The highest event id in the outbox now (0: none yet)."""
+    with transaction(engine, DB, read_only=True) as conn:
+        return int(conn.execute(LAST).scalar_one_or_none() or 0)
