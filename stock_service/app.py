@@ -8,17 +8,17 @@ from flask import Flask
 from prometheus_client.core import Metric
 
 from coordination.locks import LockLost, make_lock_backend
-from shared.api_app import make_api_app
-from shared.db import DatabaseTimeouts, DatabaseUnavailable, make_engine
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeouts, DatabaseUnavailable, make_engine
+from shared.database.startup import prepare_schema
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
-from shared.http_errors import register_error_handlers
 from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
-from shared.request_id import install_request_ids
-from shared.settings import Settings
-from shared.startup import prepare_schema
+from shared.web.api_app import make_api_app
+from shared.web.http_errors import register_error_handlers
+from shared.web.request_id import install_request_ids
 from stock_service.api import (
     SERVICE_ROUTES,
     StockDeps,

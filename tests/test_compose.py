@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -16,10 +16,11 @@ name costs the database one failed insert per waiter per poll. Expiry times are 
 a holder paused past its expiry is overlapped, and the fence is what keeps its stale write
 out.
 
-One clock: every row's expiry is set and compared by the database's clock (shared/clock.py),
-never by a holder's, so a waiter whose clock runs ahead does not clean a row before its
-expiry and take a name that is still held. A holder counts its own time from just before its
-insert on its monotonic clock, so it believes its hold over no later than the row expires.
+One clock: every row's expiry is set and compared by the database's clock
+(shared/database/clock.py), never by a holder's, so a waiter whose clock runs ahead does not clean a
+row before its expiry and take a name that is still held. A holder counts its own time from just
+before its insert on its monotonic clock, so it believes its hold over no later than the row
+expires.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from coordination.locks.base import LockBackend, LockUnavailable, SequentialClaim
 from coordination.locks.tables import lock_keys
-from shared.clock import database_epoch
+from shared.database.clock import database_epoch
 
 
 def holder_name() -> str:

@@ -13,7 +13,7 @@ from apiflask import HTTPTokenAuth
 from apiflask.exceptions import HTTPError
 from flask import jsonify, request
 
-from shared.http_errors import ApiError
+from shared.web.http_errors import ApiError
 
 ADMIN = "admin"
 

@@ -8,8 +8,8 @@ import redis
 from sqlalchemy import Engine
 
 from coordination.locks import LockBackend
-from shared.health import database_ok, redis_ok
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.health import database_ok, redis_ok
 from stock_service.deduction import StockDeduction
 from stock_service.ledger import Ledger
 from stock_service.locations import LocationBook

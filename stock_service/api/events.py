@@ -17,8 +17,8 @@ from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 from pydantic import BaseModel, Field
 
-from shared.api_app import answers
-from shared.schemas import Answer, ErrorBody, Unavailable
+from shared.web.api_app import answers
+from shared.web.schemas import Answer, ErrorBody, Unavailable
 from stock_service.api.ledger_schemas import StockEvent
 from stock_service.ledger import events_after, last_event_id
 

@@ -7,10 +7,10 @@ from typing import Any
 from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
-from shared.api_app import answers
 from shared.faults import POINTS
-from shared.http_errors import ApiError
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
+from shared.web.api_app import answers
+from shared.web.http_errors import ApiError
+from shared.web.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
 from stock_service.api.schemas import FaultArmed, FaultPath, InputModels
 
 

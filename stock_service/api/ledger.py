@@ -9,10 +9,10 @@ from typing import Any
 from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
-from shared.api_app import answers
 from shared.contract import Outcome
-from shared.http_errors import ApiError
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
+from shared.web.api_app import answers
+from shared.web.http_errors import ApiError
+from shared.web.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
 from stock_service.api.deps import StockDeps
 from stock_service.api.ledger_schemas import (
     REASON_TEXT,

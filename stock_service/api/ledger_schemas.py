@@ -7,7 +7,7 @@ from typing import Annotated, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict, text
+from shared.web.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict, text
 from stock_service.core import REASONS
 
 REASON_TEXT = ", ".join(REASONS)

@@ -5,7 +5,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
 
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict, text
+from shared.web.schemas import WHOLE, Answer, ErrorBody, Identifier, Strict, text
 
 
 class NotFound(ErrorBody):

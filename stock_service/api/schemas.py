@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from shared.contract import MAX_BATCH_FLAGS, Decided, Outcome
-from shared.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict
+from shared.web.schemas import WHOLE, Answer, ErrorBody, Identifier, Shortfall, Strict
 
 
 @dataclass(frozen=True)

@@ -9,11 +9,11 @@ from typing import Any
 from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 
-from shared.api_app import answers
 from shared.contract import Decided
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import Unavailable
+from shared.web.api_app import answers
+from shared.web.schemas import Unavailable
 from stock_service.api.deps import StockDeps
 from stock_service.api.schemas import FlagPath, FlagState, HoldReleased, Returned, Voided
 from stock_service.api.stock import allocations_json, flow_json

@@ -12,13 +12,13 @@ from typing import Any
 from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 
-from shared.api_app import answers
 from shared.errors import DependencyUnavailable
-from shared.health import add_health_route
-from shared.http_errors import ApiError
 from shared.logs import log_context
 from shared.metrics import DEDUCTIONS
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
+from shared.web.api_app import answers
+from shared.web.health import add_health_route
+from shared.web.http_errors import ApiError
+from shared.web.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody
 from stock_service.api.deps import StockDeps
 from stock_service.api.location_schemas import NotFound
 from stock_service.api.schemas import (

@@ -12,10 +12,10 @@ from apiflask import APIBlueprint, HTTPTokenAuth
 from flask import Response, current_app, jsonify
 from pydantic import BaseModel
 
-from shared.api_app import answers
 from shared.contract import Outcome
-from shared.http_errors import ApiError
-from shared.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
+from shared.web.api_app import answers
+from shared.web.http_errors import ApiError
+from shared.web.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
 from stock_service.api.deps import StockDeps
 from stock_service.api.location_schemas import NotFound, TransferPath, TransferView, transfer_model
 from stock_service.api.locations import known_location

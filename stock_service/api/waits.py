@@ -11,7 +11,7 @@ from apiflask import APIBlueprint
 from flask import Response, jsonify, request
 from pydantic import Field
 
-from shared.schemas import Unavailable
+from shared.web.schemas import Unavailable
 from stock_service.deduction import LockQueueFull, start_caller_deadline
 
 log = logging.getLogger("stock_service")

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from shared.http_errors import ApiError
-from shared.schemas import merge_lines
+from shared.web.http_errors import ApiError
+from shared.web.schemas import merge_lines
 from stock_service.core import Request
 from stock_service.locations import LocationBook
 

@@ -17,10 +17,10 @@ from typing import Protocol
 
 from coordination.combining import BatchHandle
 from coordination.locks import LockTimeout
+from shared.config.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 from shared.contract import AS_DEDUCTION, Decided
 from shared.errors import DependencyUnavailable
 from shared.faults import Faults
-from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 from shared.timing import Stopwatch
 from stock_service.core import Outcome, Request
 from stock_service.deduction import caller_deadline

@@ -28,10 +28,10 @@ from coordination.locks import (
     lock_names,
 )
 from coordination.locks.base import Claim
+from shared.config.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
 from shared.metrics import BATCH_SIZE, LOCK_HOLD, LOCK_WAIT
-from shared.settings import DEDUCT_BATCH_BUDGET_DEFAULT
 from stock_service.core import Decision, Request
 from stock_service.deduction.decide import decide_batch
 from stock_service.deduction.lock_queue import LockQueues

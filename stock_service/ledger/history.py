@@ -10,7 +10,7 @@ from typing import Any
 
 from sqlalchemy import Engine, Table, bindparam, case, literal, select, update
 
-from shared.db import transaction
+from shared.database.engines import transaction
 from stock_service.core import DEFAULT, parts_of
 from stock_service.storage import (
     backorder,

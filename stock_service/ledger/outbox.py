@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlalchemy import Engine, bindparam, func, select, update
 
-from shared.db import transaction
+from shared.database.engines import transaction
 from stock_service.storage import stock_outbox
 
 DB = "stock database"

@@ -37,10 +37,10 @@ import redis
 from sqlalchemy import Engine
 
 from coordination.election import Elector, make_elector
-from shared.db import DatabaseTimeouts, make_engine, transaction, utcnow
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeouts, make_engine, transaction, utcnow
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
-from shared.settings import Settings
 from stock_service.ledger.outbox import DB, MARK_SENT, UNSENT, event_fields
 
 log = logging.getLogger("relay")

@@ -9,8 +9,8 @@ from typing import Any
 from sqlalchemy import Engine, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from shared.db import transaction
-from shared.db import utcnow as now
+from shared.database.engines import transaction
+from shared.database.engines import utcnow as now
 from stock_service.core import DEFAULT, DEFAULT_PLACE, IN_TRANSIT, Place, Transfer
 from stock_service.storage import as_transfer, location, stock, stock_location, stock_transfer
 

@@ -21,8 +21,8 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from shared.contract import Decided
-from shared.db import transaction
-from shared.db import utcnow as now
+from shared.database.engines import transaction
+from shared.database.engines import utcnow as now
 from stock_service.core import DEFAULT, Transfer, Waiting, parts_of
 from stock_service.storage.backorder_store import flag_backorders, read_waiting
 from stock_service.storage.location_store import (

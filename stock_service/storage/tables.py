@@ -21,8 +21,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-from shared.columns import IDENTIFIER, NEW_ID, REFERENCE, Exact, joined_text
-from shared.db import Timestamp
+from shared.database.columns import IDENTIFIER, NEW_ID, REFERENCE, Exact, joined_text
+from shared.database.engines import Timestamp
 
 # An id numbered by the database, in commit order per goods id (SQLite's rowid must be INTEGER).
 Serial = BigInteger().with_variant(Integer(), "sqlite")

@@ -14,7 +14,7 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.storage.tables import (
     backorder,
     backorder_fill,

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.core.plan import Adjustment
 from stock_service.deduction.steps import LANE
 from stock_service.storage.tables import stock_flow

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from inventory.chaos import ledger_checks
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.local.servers import ServerProcess, wait_until
-from shared.db import utcnow
+from shared.database.engines import utcnow
 from stock_service.storage.tables import stock, stock_outbox
 from tests.conftest import unique
 

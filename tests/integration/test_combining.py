@@ -21,7 +21,7 @@ import migrations
 import stock_service
 from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.deduction.steps import LANE
 from tests.conftest import (
     MYSQL_ADMIN_URL,

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 
 from coordination.locks import Lease, LockLost
 from inventory.local.servers import ServerProcess
-from shared.db import make_engine, utcnow
+from shared.database.engines import make_engine, utcnow
 from shared.faults import NO_FAULTS, Faults
 from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
 from stock_service.deduction.decide import decide_batch

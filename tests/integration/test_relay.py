@@ -18,8 +18,8 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from inventory.local.servers import ServerProcess, wait_until
-from shared.db import utcnow
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.database.engines import utcnow
 from stock_service.ledger import relay
 from stock_service.storage.tables import stock_outbox
 from tests.conftest import BACKENDS, unique

@@ -25,7 +25,7 @@ from order_service.reservations import Settlement
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import orders, reservations
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.storage.tables import stock_return
 from tests.conftest import unique
 from tests.helpers import Services, running_services

@@ -36,10 +36,10 @@ from order_service.model import PENDING as ORDER_PENDING
 from order_service.reservation_store import CONSUMED, EXPIRED, FAILED, HELD, PENDING, RELEASED
 from order_service.schemas import IdempotencyHeaders
 from order_service.tables import metadata as order_metadata
-from shared.columns import Exact
+from shared.config.settings import Settings
 from shared.contract import Decided
-from shared.schemas import IDENTIFIER_PATTERN
-from shared.settings import Settings
+from shared.database.columns import Exact
+from shared.web.schemas import IDENTIFIER_PATTERN
 from stock_service.api.location_schemas import transfer_model
 from stock_service.core.ledger_lines import EVENT_KINDS
 from stock_service.core.model import REASONS

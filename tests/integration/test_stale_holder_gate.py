@@ -16,7 +16,7 @@ import pytest
 import sqlalchemy as sa
 
 from coordination.locks import Lease, LockLost
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from stock_service.core.plan import Adjustment, Kind, Outcome, Request
 from stock_service.deduction.decide import decide_batch
 from stock_service.storage.store import StockStore

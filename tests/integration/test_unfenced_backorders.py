@@ -9,7 +9,7 @@ import sqlalchemy as sa
 
 from coordination.locks import Lease
 from shared.contract import Outcome
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from stock_service.core.plan import Request
 from stock_service.deduction.decide import decide_batch
 from stock_service.ledger.history import Ledger

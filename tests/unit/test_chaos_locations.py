@@ -137,7 +137,7 @@ def test_lt_every_transfers_answer_holds_and_a_contradiction_is_caught() -> None
 
 def databases(tmp_path: Path) -> tuple[sa.Engine, sa.Engine]:
     import migrations
-    from shared.db import make_engine
+    from shared.database.engines import make_engine
 
     engines = []
     for name in ("order", "stock"):

@@ -212,7 +212,7 @@ TICKET = re.compile(r"(?i)\b" + "issue" + r"s? [0-9]+\b")
 # Files whose ticket numbers are still to be reworded (each listed file, and every file under a
 # listed folder ending in "/"). Empty it as they are cleaned: a file cleaned early fails nothing.
 TICKETS_NOT_YET_REWORDED: tuple[str, ...] = ()
-NOT_TEXT = ("shared/static/",)  # the bundled Swagger UI
+NOT_TEXT = ("shared/web/static/",)  # the bundled Swagger UI
 
 
 def tracked_text_files() -> list[str]:

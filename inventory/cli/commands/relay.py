@@ -8,7 +8,7 @@ import argparse
 import os
 
 from inventory.local import stack_state
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NAME = "relay"
 SUMMARY = "the stock events' relay: one elected leader publishes the outbox, the others stand by"

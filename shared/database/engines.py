@@ -64,7 +64,8 @@ class DatabaseTimeouts:
 
     @classmethod
     def of(cls, settings: Any) -> DatabaseTimeouts:
-        """From a shared.settings.Settings (named loosely: settings imports nothing of this)."""
+        """From a shared.config.settings.Settings (named loosely: settings imports nothing of
+        this)."""
         return cls(settings.db_statement_timeout_ms, settings.db_lock_timeout_ms)
 
 

@@ -16,9 +16,9 @@ from datetime import UTC, datetime
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
-# Naive UTC, as the DateTime columns store it (shared/db.py's Timestamp), with microseconds.
-# PostgreSQL's clock_timestamp() is the time of the statement, not of the transaction's start
-# (now()), so a long transaction does not read a time from its past.
+# Naive UTC, as the DateTime columns store it (shared/database/engines.py's Timestamp), with
+# microseconds. PostgreSQL's clock_timestamp() is the time of the statement, not of the
+# transaction's start (now()), so a long transaction does not read a time from its past.
 _NOW = {
     "postgresql": "SELECT (clock_timestamp() AT TIME ZONE 'UTC')",
     "mysql": "SELECT UTC_TIMESTAMP(6)",

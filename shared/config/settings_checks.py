@@ -1,6 +1,6 @@
 """What makes a setting's value bad, one check per subject: each names the settings it is about,
-so that a program checks only the values it reads (shared/program_settings.py) and a bad value
-of another program's setting never stops it. With no program named, every check runs (the
+so that a program checks only the values it reads (shared/config/program_settings.py) and a bad
+value of another program's setting never stops it. With no program named, every check runs (the
 tooling, the tests)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from shared.contract import MAX_BATCH_FLAGS
 # batch it fills saves.
 MAX_BATCH_WAIT_MS = 20.0
 
-# A shared.settings.Settings: named loosely, as that module imports this one (no circle).
+# A shared.config.settings.Settings: named loosely, as that module imports this one (no circle).
 Settings = Any
 
 LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "unique-key", "redlock", "none")

@@ -19,9 +19,9 @@ from flask import Blueprint
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
-from shared.json_only import JsonRequest
-from shared.schemas import ErrorBody, validation_message
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.json_only import JsonRequest
+from shared.web.schemas import ErrorBody, validation_message
 
 REF = "#/components/schemas/{model}"
 # Every model an answers() call named, by name: the spec processor adds those a document uses.

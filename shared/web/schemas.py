@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from shared.http_errors import ApiError
+from shared.web.http_errors import ApiError
 
 # Goods ids, flags, order ids and user ids end up in ZooKeeper paths, Redis keys and SQL
 # columns of 64 characters; this alphabet is safe in all three.

@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
-from shared.program_settings import PROGRAMS
+from shared.config.program_settings import PROGRAMS
+from shared.config.settings_checks import LOCK_BACKENDS, LOCK_SCOPES, problems
 from shared.redis_client import TIMEOUTS as REDIS_TIMEOUTS
-from shared.settings_checks import LOCK_BACKENDS, LOCK_SCOPES, problems
 
 __all__ = ["LOCK_BACKENDS", "LOCK_SCOPES", "PROGRAMS", "Settings"]
 
@@ -64,10 +64,10 @@ class Settings:
     redlock_urls: str = "redis://127.0.0.1:6380/0,redis://127.0.0.1:6381/0,redis://127.0.0.1:6382/0"
     stock_service_url: str = "http://127.0.0.1:8082"
     # Every connection's statement and lock timeouts on PostgreSQL and MariaDB, in ms
-    # (shared/db.py, DatabaseTimeouts): a statement waiting for a row lock past the lock
-    # timeout, or running past the statement timeout, is cancelled and its transaction rolled
-    # back (a 503, or the item skipped in a reconciler's pass), instead of waiting for as long
-    # as a paused holder of the row stays paused. Far above any normal wait.
+    # (shared/database/engines.py, DatabaseTimeouts): a statement waiting for a row lock past the
+    # lock timeout, or running past the statement timeout, is cancelled and its transaction rolled
+    # back (a 503, or the item skipped in a reconciler's pass), instead of waiting for as long as a
+    # paused holder of the row stays paused. Far above any normal wait.
     db_statement_timeout_ms: int = 30_000
     db_lock_timeout_ms: int = 5_000
 
@@ -250,7 +250,7 @@ class Settings:
         return updated
 
     def validate(self, program: str | None = None) -> None:
-        """Refuses bad values: those `program` reads (shared/program_settings.py), or all."""
+        """Refuses bad values: those `program` reads (shared/config/program_settings.py), or all."""
         read = None if program is None else PROGRAMS[program]
         found = problems(self, read)
         if found:

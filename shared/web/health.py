@@ -11,8 +11,8 @@ from flask import Response, jsonify
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import SQLAlchemyError
 
-from shared.api_app import answers
-from shared.schemas import Health
+from shared.web.api_app import answers
+from shared.web.schemas import Health
 
 log = logging.getLogger(__name__)
 

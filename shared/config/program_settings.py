@@ -1,17 +1,17 @@
 """Which settings each program reads: the order service, the stock service, the elected
 reconciler and the relay of stock events. Each program starts from its own (the variables of
 the others are not even read from its environment) and refuses only its own bad values
-(shared/settings_checks.py): a RECONCILE_OLDER_THAN below the budget stops the reconcilers, not
-the services; a LOCK_BACKEND=redlock with two REDLOCK_URLS stops the stock service, not the
+(shared/config/settings_checks.py): a RECONCILE_OLDER_THAN below the budget stops the reconcilers,
+not the services; a LOCK_BACKEND=redlock with two REDLOCK_URLS stops the stock service, not the
 relay. The parts are composed, each the settings of one thing a program does.
-tests/unit/test_program_settings.py holds each list against the settings its program's code
-reads, and docs/configuration.md against the lists."""
+tests/unit/test_program_settings.py holds each list against the settings its program's code reads,
+and docs/configuration.md against the lists."""
 
 from __future__ import annotations
 
 LOGS = ("log_level", "log_format")
 SCHEMA = ("migrate_on_start",)
-# Every program's connections: their statement and lock timeouts (shared/db.py).
+# Every program's connections: their statement and lock timeouts (shared/database/engines.py).
 DATABASE = ("db_statement_timeout_ms", "db_lock_timeout_ms")
 FAULTS = ("fault_injection",)
 LIMITS = ("max_body_bytes", "max_lines", "max_quantity")
