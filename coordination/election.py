@@ -40,7 +40,7 @@ from coordination.locks.base import LockError
 from coordination.locks.etcd import EtcdLocks
 from coordination.locks.zookeeper import ZooKeeperLocks, ZooKeeperTLS
 from coordination.locks.zookeeper.claim import ZooKeeperClaim
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 log = logging.getLogger(__name__)
 RETRY = 0.5  # seconds between campaigns when the coordination service cannot be reached

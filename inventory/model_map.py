@@ -5,44 +5,50 @@ from __future__ import annotations
 
 # tests/unit/test_model_map.py imports each, so a rename or a removal in the code shows up here.
 ACTIONS: dict[str, str] = {
-    "pre-filter: is the flag live in Redis": "stock_service.deduction.StockDeduction.flag_live",
-    "answer a flag not in Redis from the database": "stock_service.deduction.StockDeduction.reduce",
+    "pre-filter: is the flag live in Redis": (
+        "stock_service.deduction.steps.StockDeduction.flag_live"
+    ),
+    "answer a flag not in Redis from the database": (
+        "stock_service.deduction.steps.StockDeduction.reduce"
+    ),
     "take the lock, with a token per name": (
         "coordination.locks.zookeeper.claim.ZooKeeperClaim.wait"
     ),
     "the token of a held name": "coordination.locks.base.Lease.token_for",
     "read the level, the row's fence and the decided flags": (
-        "stock_service.store.StockStore.read_batch"
+        "stock_service.storage.store.StockStore.read_batch"
     ),
     "plan: decide each request against the running level": "stock_service.core.plan.plan",
     "fence compare-and-set on the stock row": (
-        "stock_service.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "fence refused (newer holder) or overtaken (older holder)": (
-        "stock_service.decide._write_levels"
+        "stock_service.deduction.decide._write_levels"
     ),
-    "read again after overtaken or a unique violation": "stock_service.decide.decide_batch",
+    "read again after overtaken or a unique violation": (
+        "stock_service.deduction.decide.decide_batch"
+    ),
     "insert the flow rows (unique flag, goods id)": (
-        "stock_service.store_write.StockWrite.add_flows"
+        "stock_service.storage.store.StockWrite.add_flows"
     ),
     "insert the decision rows (primary key flag)": (
-        "stock_service.store_write.StockWrite.add_decisions"
+        "stock_service.storage.store.StockWrite.add_decisions"
     ),
-    "void a flag (no lock; the key orders it)": "stock_service.store.StockStore.void",
-    "forget decided flags in Redis": "stock_service.deduction.StockDeduction.forget_flags",
-    "second part of a split batch, same claim": "stock_service.holds.BatchRunner._serve_rest",
+    "void a flag (no lock; the key orders it)": "stock_service.storage.store.StockStore.void",
+    "forget decided flags in Redis": "stock_service.deduction.steps.StockDeduction.forget_flags",
+    "second part of a split batch, same claim": (
+        "stock_service.deduction.holds.BatchRunner._serve_rest"
+    ),
     "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
     "write the flag": "order_service.batching.OrderBatches.write_flags",
     "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
     "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
     "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
-    "finish: compare-and-set from PENDING, answer from the row": (
-        "order_service.transitions.finish"
-    ),
+    "finish: compare-and-set from PENDING, answer from the row": "order_service.transitions.finish",
     "a decision becomes a status": "order_service.settlement.decided_status",
     "pay a hold": "order_service.transitions.pay",
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
-        "stock_service.store_write.StockWrite.add_decisions"
+        "stock_service.storage.store.StockWrite.add_decisions"
     ),
     "plan a return: of a deducted flag, the level up by its quantity": (
         "stock_service.core.plan.plan"
@@ -54,21 +60,21 @@ ACTIONS: dict[str, str] = {
         "order_service.cancellation.Cancellation.return_stock"
     ),
     "return a flag's stock: no decision, voided; deducted, to the lock": (
-        "stock_service.deduction.StockDeduction.cancel"
+        "stock_service.deduction.steps.StockDeduction.cancel"
     ),
     "the decision's compare-and-set deducted -> returned": (
-        "stock_service.store_write.StockWrite.mark_returned"
+        "stock_service.storage.store.StockWrite.mark_returned"
     ),
     "fenced write: the row's fence and its ledger seq as read": (
-        "stock_service.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "an adjustment: to the lock, batched with the orders' requests": (
-        "stock_service.deduction.StockDeduction.adjust"
+        "stock_service.deduction.steps.StockDeduction.adjust"
     ),
     "plan an adjustment: a count stale unless the level is the one expected": (
         "stock_service.core.plan._adjust"
     ),
-    "write the adjustment's ledger row": "stock_service.store_write.StockWrite.add_adjustments",
+    "write the adjustment's ledger row": "stock_service.storage.store.StockWrite.add_adjustments",
     "reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
     "reconciler: still the leader before a pass": (
         "coordination.election.ZooKeeperElector.is_leader"
@@ -127,29 +133,31 @@ LOCATION_ACTIONS: dict[str, str] = {
         "stock_service.core.allocation._split"
     ),
     "fenced write on X's row: its fence and its ledger seq as read": (
-        "stock_service.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     "fence refused (newer holder) or overtaken (older holder)": (
-        "stock_service.decide._write_levels"
+        "stock_service.deduction.decide._write_levels"
     ),
     "read again and decide again after overtaken or a key met": (
-        "stock_service.decide.decide_batch"
+        "stock_service.deduction.decide.decide_batch"
     ),
     "an order's lines allocated in the plan, all or nothing or partial": (
         "stock_service.core.allocating.deduct"
     ),
-    "the locations' levels read under the lock": "stock_service.location_store.read_levels",
+    "the locations' levels read under the lock": "stock_service.storage.location_store.read_levels",
     "the locations' levels written in the fenced commit": (
-        "stock_service.location_store.write_named"
+        "stock_service.storage.location_store.write_named"
     ),
     "a transfer's step under the lock (taken before: as it is; cannot be taken: 409)": (
         "stock_service.core.transfers.step"
     ),
-    "the transfer's state read under the lock": "stock_service.location_store.read_transfers",
-    "the state compare-and-set, the unique leg and the unique reference in the commit": (
-        "stock_service.location_store.write_moves"
+    "the transfer's state read under the lock": (
+        "stock_service.storage.location_store.read_transfers"
     ),
-    "the transfer routes": "stock_service.transfers_api.transfer_routes",
+    "the state compare-and-set, the unique leg and the unique reference in the commit": (
+        "stock_service.storage.location_store.write_moves"
+    ),
+    "the transfer routes": "stock_service.api.transfers.transfer_routes",
 }
 
 # The backorders' and reservations' model (model/backorders.pml): each of its actions, and the
@@ -159,10 +167,10 @@ BACKORDER_ACTIONS: dict[str, str] = {
         "coordination.locks.zookeeper.claim.ZooKeeperClaim.wait"
     ),
     "read on hand, the row's fence and seq, the limit, the units owed and the waiting lines": (
-        "stock_service.store.StockStore.read_batch"
+        "stock_service.storage.store.StockStore.read_batch"
     ),
     "the waiting lines, read under the lock oldest first": (
-        "stock_service.backorder_store.read_waiting"
+        "stock_service.storage.backorder_store.read_waiting"
     ),
     "a batch's requests decided in turn on the running levels and lines": (
         "stock_service.core.plan.plan"
@@ -183,57 +191,57 @@ BACKORDER_ACTIONS: dict[str, str] = {
         "stock_service.core.backorders.Backorders.serve"
     ),
     "a restock: an adjustment to the lock, its unit served to the lines in its commit": (
-        "stock_service.deduction.StockDeduction.adjust"
+        "stock_service.deduction.steps.StockDeduction.adjust"
     ),
     "a cancel reads what its flag has before the lock": (
-        "stock_service.store.StockStore.returning"
+        "stock_service.storage.store.StockStore.returning"
     ),
     "a cancel of a backordered flag reads what it has again under the lock": (
-        "stock_service.decide.as_of_the_hold"
+        "stock_service.deduction.decide.as_of_the_hold"
     ),
     "the cancel's read again: in the hold's own read, after the goods row's fence and seq": (
-        "stock_service.store.StockStore.read_batch"
+        "stock_service.storage.store.StockStore.read_batch"
     ),
     "a cancel: what was filled back, the place given up, the next line served": (
         "stock_service.core.backordering.give_back"
     ),
     "a line gives up its place": "stock_service.core.backorders.Backorders.give_up",
     "fenced write on the goods row: its fence and its ledger seq as read": (
-        "stock_service.store_write.StockWrite.set_level_fenced"
+        "stock_service.storage.store.StockWrite.set_level_fenced"
     ),
     # GATE_ONLY_CHANGED_LEVELS removes this: only a plan with a ledger line met the fence.
     "every hold's commit through the gate, whatever its plan writes": (
-        "stock_service.decide._write_levels"
+        "stock_service.deduction.decide._write_levels"
     ),
     "the gate of a plan with no ledger line (a refusal, a give-up of nothing): fence moved": (
-        "stock_service.store_write.StockWrite.pass_gate"
+        "stock_service.storage.store.StockWrite.pass_gate"
     ),
     "the lines, their fills and the units owed written in the fenced commit": (
-        "stock_service.backorder_store.write_backorders"
+        "stock_service.storage.backorder_store.write_backorders"
     ),
     "a line read waiting, moved since: its compare-and-set matches nothing, read again": (
-        "stock_service.backorder_store.write_backorders"
+        "stock_service.storage.backorder_store.write_backorders"
     ),
     "the row's units owed moved by what the plan moved them": (
-        "stock_service.backorder_store.write_backorders"
+        "stock_service.storage.backorder_store.write_backorders"
     ),
-    "a newer holder's fence read: stale, nothing written": "stock_service.decide._refuse_if_newer",
+    "a newer holder's fence read: stale, nothing written": (
+        "stock_service.deduction.decide._refuse_if_newer"
+    ),
     "fence refused (newer holder) or overtaken (older holder)": (
-        "stock_service.decide._overtaken_if_moved"
+        "stock_service.deduction.decide._overtaken_if_moved"
     ),
     "read again and decide again after overtaken or a line moved": (
-        "stock_service.decide.decide_batch"
+        "stock_service.deduction.decide.decide_batch"
     ),
     "the return of a reservation's flag: to the lock, under the fence": (
-        "stock_service.deduction.StockDeduction.cancel"
+        "stock_service.deduction.steps.StockDeduction.cancel"
     ),
     "the flag's decision compare-and-set deducted -> returned": (
-        "stock_service.store_write.StockWrite.mark_returned"
+        "stock_service.storage.store.StockWrite.mark_returned"
     ),
     "the reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
-    "the reconciler: pass after pass, each while still the leader": (
-        "order_service.reconciler.lead"
-    ),
+    "the reconciler: pass after pass, each while still the leader": "order_service.reconciler.lead",
     "POST /reservations: its flag deducted held, then the row held": (
         "order_service.reservations.Reservations.reserve"
     ),
@@ -249,9 +257,7 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "a genOrder's repeat finding it consumed by its own key answers that order": (
         "order_service.reservation_orders.ReservationOrders.place"
     ),
-    "DELETE: held -> released, then the return": (
-        "order_service.reservations.Reservations.release"
-    ),
+    "DELETE: held -> released, then the return": "order_service.reservations.Reservations.release",
     "the return of a released or expired reservation asked of the stock service": (
         "order_service.reservations.Settlement.give_back"
     ),

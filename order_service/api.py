@@ -32,11 +32,11 @@ from order_service.schemas import (
     OrderView,
     order_body_model,
 )
-from shared.api_app import answers
-from shared.health import add_health_route
-from shared.http_errors import ApiError
-from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.api_app import answers
+from shared.web.health import add_health_route
+from shared.web.http_errors import ApiError
+from shared.web.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
 
 
 def deps() -> OrderDeps:

@@ -21,16 +21,16 @@ from order_service.reservations_api import reservation_routes
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
-from shared.api_app import make_api_app
-from shared.db import DatabaseTimeouts, make_engine
-from shared.http_errors import register_error_handlers
-from shared.json_only import install_bodyless_post_rule
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeouts, make_engine
+from shared.database.startup import prepare_schema
 from shared.logs import configure_logging
 from shared.metrics import install_metrics
 from shared.redis_client import make_redis
-from shared.request_id import install_request_ids
-from shared.settings import Settings
-from shared.startup import prepare_schema
+from shared.web.api_app import make_api_app
+from shared.web.http_errors import register_error_handlers
+from shared.web.json_only import install_bodyless_post_rule
+from shared.web.request_id import install_request_ids
 
 log = logging.getLogger("order_service")
 

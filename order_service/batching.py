@@ -44,9 +44,9 @@ from order_service.stock_client import StockAnswer, StockClient
 from order_service.stock_turn import StockTurns
 from order_service.store import OrderStore
 from order_service.transitions import Finish, NewOrder
+from shared.config.settings import FLAG_WRITES
 from shared.contract import Outcome
 from shared.metrics import ORDER_BATCH_SIZE, ORDERS
-from shared.settings import FLAG_WRITES
 
 log = logging.getLogger(__name__)
 LANE = "orders"  # one lane per process: a batch takes whatever queued behind the one before

@@ -16,9 +16,9 @@ from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 from prometheus_client.parser import text_string_to_metric_families
 
-from shared.api_app import answers
 from shared.metrics import scrape
-from shared.schemas import Answer
+from shared.web.api_app import answers
+from shared.web.schemas import Answer
 
 dashboard_bp = APIBlueprint("dashboard", __name__, tag="Operations")
 

@@ -13,8 +13,8 @@ from order_service.reservation_orders import ReservationOrders
 from order_service.reservations import Reservations
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
-from shared.health import database_ok, redis_ok
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.health import database_ok, redis_ok
 
 
 @dataclass

@@ -18,8 +18,8 @@ reservation_passes.py): page after page by a key, each item served alone.
   reconciler waits and tries again, reconciler.py). A timeout is one item's, not an outage.
 
 A pass's "now" (its listing cut-offs and deadlines) is the database's clock, read once at its
-start (shared/clock.py): the hosts' own clocks differ, and the deadlines it compares were set
-by the database's.
+start (shared/database/clock.py): the hosts' own clocks differ, and the deadlines it compares were
+set by the database's.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from sqlalchemy.exc import SQLAlchemyError
 from order_service.store import DB
 from order_service.tables import hold_release
 from order_service.transitions import Superseded
-from shared.clock import database_now
-from shared.db import DatabaseTimeout, DatabaseUnavailable, transaction
+from shared.database.clock import database_now
+from shared.database.engines import DatabaseTimeout, DatabaseUnavailable, transaction
 from shared.metrics import PASS_ITEM_FAILURES
 
 log = logging.getLogger(__name__)

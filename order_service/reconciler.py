@@ -44,11 +44,11 @@ from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
-from shared.db import DatabaseTimeouts, make_engine
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeouts, make_engine
 from shared.faults import NO_FAULTS, Faults
 from shared.programs import run_singleton
 from shared.redis_client import make_redis
-from shared.settings import Settings
 
 log = logging.getLogger("reconciler")
 ELECTION_PATH = "/inventory/reconciler"  # ZooKeeper; etcd uses the same name as its key

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from order_service.schemas import LineShortfall, OrderAllocation, OrderAnswer, key_header
-from shared.schemas import (
+from shared.web.schemas import (
     IDENTIFIER_PATTERN,
     WHOLE,
     Answer,

@@ -36,7 +36,7 @@ from sqlalchemy.engine import Connection
 from order_service.store import DB, OrderStore, OrderWrite
 from order_service.tables import reservation_lines, reservations
 from order_service.transitions import Fence, fenced
-from shared.db import transaction
+from shared.database.engines import transaction
 from shared.metrics import RESERVATIONS
 
 PENDING, HELD, FAILED = "pending", "held", "failed"

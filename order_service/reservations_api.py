@@ -32,10 +32,10 @@ from order_service.reservation_schemas import (
 )
 from order_service.reservation_store import CONSUMED, FAILED, HELD, PENDING, Reservation
 from order_service.reservations import Reserved, UnknownReservation
-from shared.api_app import answers
-from shared.http_errors import ApiError
-from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.api_app import answers
+from shared.web.http_errors import ApiError
+from shared.web.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines
 
 UNKNOWN = (ErrorBody, "No such reservation")
 DOWN = (ReservationUnavailable, "The order database is down")

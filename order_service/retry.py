@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 
 @dataclass

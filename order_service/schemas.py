@@ -17,7 +17,7 @@ from pydantic import (
 )
 
 from order_service.fills import ALL_OR_NOTHING, FILLS
-from shared.schemas import (
+from shared.web.schemas import (
     IDENTIFIER_PATTERN,
     WHOLE,
     Answer,

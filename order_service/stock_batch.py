@@ -41,7 +41,7 @@ from order_service.stock_answers import (
 from order_service.stock_client import StockClient
 from shared.contract import Outcome
 from shared.metrics import STOCK_CALL_RETRIES
-from shared.request_id import request_id_headers
+from shared.web.request_id import request_id_headers
 
 log = logging.getLogger(__name__)
 OPEN, CLOSE = b'{"flags":[', b"]}"

@@ -44,7 +44,7 @@ from order_service.stock_answers import (
 )
 from shared.contract import CALLER_TIMEOUT_HEADER
 from shared.metrics import STOCK_CALL_RETRIES
-from shared.request_id import request_id_headers
+from shared.web.request_id import request_id_headers
 
 log = logging.getLogger(__name__)
 

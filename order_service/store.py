@@ -31,9 +31,9 @@ from order_service.statements import (
     RECORD_SHORTFALL,
 )
 from order_service.tables import order_details, orders
-from shared.clock import database_now
-from shared.db import transaction
-from shared.db import utcnow as now
+from shared.database.clock import database_now
+from shared.database.engines import transaction
+from shared.database.engines import utcnow as now
 from shared.ids import new_id
 
 DB = "order database"

@@ -13,8 +13,8 @@ from sqlalchemy import (
     Table,
 )
 
-from shared.columns import HASH, IDEMPOTENCY_KEY, IDENTIFIER, NEW_ID, Exact, joined_text
-from shared.db import Timestamp
+from shared.database.columns import HASH, IDEMPOTENCY_KEY, IDENTIFIER, NEW_ID, Exact, joined_text
+from shared.database.engines import Timestamp
 
 metadata = MetaData()
 

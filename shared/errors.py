@@ -1,8 +1,8 @@
 """The one base of "a dependency is down": every such error ends a request in a 503 whose body
-names the dependency, through one handler (shared/http_errors.py).
+names the dependency, through one handler (shared/web/http_errors.py).
 
     DependencyUnavailable
-    +-- DatabaseUnavailable (shared/db.py)           dependency "database"
+    +-- DatabaseUnavailable (shared/database/engines.py)           dependency "database"
     +-- RedisUnavailable (shared/redis_client.py)    dependency "redis"
     +-- LockError (coordination/locks/base.py)             dependency "lock", or the lock service
         +-- LockTimeout, LockLost, LockUnavailable

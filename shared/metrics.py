@@ -30,7 +30,7 @@ from prometheus_client import (
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from shared.api_app import answers
+from shared.web.api_app import answers
 
 LATENCY = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
@@ -82,8 +82,8 @@ FENCING_REFUSALS = Counter(
     "fencing_refusals_total", "Writes refused because a newer lock holder had written"
 )
 LOCK_LOSSES = Counter("lock_losses_total", "Requests ended because the lock may have been lost")
-# The queue of one goods id's lock in a stock process (stock_service/lock_queue.py): requests
-# waiting for it, and newcomers refused past LOCK_QUEUE_MAX. Labelled by goods id for the
+# The queue of one goods id's lock in a stock process (stock_service/deduction/lock_queue.py):
+# requests waiting for it, and newcomers refused past LOCK_QUEUE_MAX. Labelled by goods id for the
 # longest queues only (a process's top ten, at most a hundred goods ids over its life, the
 # rest as `other`): one series per goods id would be unbounded. Summed over live workers.
 LOCK_QUEUE_WAITERS = Gauge(

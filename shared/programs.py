@@ -12,8 +12,8 @@ import threading
 from collections.abc import Callable
 from types import FrameType
 
+from shared.config.settings import Settings
 from shared.logs import configure_logging
-from shared.settings import Settings
 
 Serve = Callable[[Settings, str, threading.Event], None]
 

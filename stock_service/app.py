@@ -8,33 +8,35 @@ from flask import Flask
 from prometheus_client.core import Metric
 
 from coordination.locks import LockLost, make_lock_backend
-from shared.api_app import make_api_app
-from shared.db import DatabaseTimeouts, DatabaseUnavailable, make_engine
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeouts, DatabaseUnavailable, make_engine
+from shared.database.startup import prepare_schema
 from shared.errors import DependencyUnavailable
 from shared.faults import NO_FAULTS, Faults
-from shared.http_errors import register_error_handlers
 from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
-from shared.request_id import install_request_ids
-from shared.settings import Settings
-from shared.startup import prepare_schema
-from stock_service.admin import admin_auth, service_guard
-from stock_service.api import SERVICE_ROUTES, stock_routes
-from stock_service.deduction import StockDeduction
-from stock_service.deps import StockDeps
-from stock_service.events_api import events_routes
-from stock_service.faults_api import fault_routes
-from stock_service.holds import LockPolicy
+from shared.web.api_app import make_api_app
+from shared.web.http_errors import register_error_handlers
+from shared.web.request_id import install_request_ids
+from stock_service.api import (
+    SERVICE_ROUTES,
+    StockDeps,
+    admin_auth,
+    events_routes,
+    fault_routes,
+    input_models,
+    ledger_routes,
+    location_routes,
+    service_guard,
+    settle_routes,
+    stock_routes,
+    transfer_routes,
+)
+from stock_service.deduction import LockPolicy, StockDeduction, gunicorn_threads, lock_wait_threads
 from stock_service.ledger import Ledger
-from stock_service.ledger_api import ledger_routes
-from stock_service.location_book import LocationBook
-from stock_service.locations_api import location_routes
-from stock_service.schemas import input_models
-from stock_service.server_threads import gunicorn_threads, lock_wait_threads
-from stock_service.settle_api import settle_routes
-from stock_service.store import StockStore
-from stock_service.transfers_api import transfer_routes
+from stock_service.locations import LocationBook
+from stock_service.storage import StockStore
 
 log = logging.getLogger("stock_service")
 

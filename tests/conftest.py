@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 import migrations
 from inventory.local.servers import ServerProcess, start_redis, start_zookeeper
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 PG_ADMIN_URL = os.environ.get(
     "TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"

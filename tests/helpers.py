@@ -17,9 +17,9 @@ import order_service
 import stock_service
 from coordination.locks import LockBackend
 from order_service.tables import order_details, orders
+from shared.config.settings import Settings
 from shared.faults import Faults
-from shared.settings import Settings
-from stock_service.tables import stock, stock_flow
+from stock_service.storage.tables import stock, stock_flow
 from tests.conftest import ADMIN
 
 

@@ -46,16 +46,16 @@ from order_service.tables import (
     reservations,
 )
 from order_service.transitions import Fence
+from shared.config.settings import Settings
 from shared.contract import Decided, Outcome
 from shared.errors import DependencyUnavailable
 from shared.faults import Faults
-from shared.health import redis_ok
 from shared.ids import new_id
 from shared.redis_client import make_redis
-from shared.settings import Settings
-from stock_service import relay
-from stock_service.deduction import StockDeduction
-from stock_service.tables import stock_outbox
+from shared.web.health import redis_ok
+from stock_service.deduction.steps import StockDeduction
+from stock_service.ledger import relay
+from stock_service.storage.tables import stock_outbox
 
 
 @contextlib.contextmanager

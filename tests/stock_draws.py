@@ -9,7 +9,7 @@ import unicodedata
 
 from hypothesis import strategies as st
 
-ID_LENGTH = 64  # shared/schemas.py IDENTIFIER_PATTERN: 1-64 of [A-Za-z0-9_.:-]
+ID_LENGTH = 64  # shared/web/schemas.py IDENTIFIER_PATTERN: 1-64 of [A-Za-z0-9_.:-]
 ID_FILL = "_.:-Zz9"
 
 
@@ -20,7 +20,7 @@ def identifier(run: str, kind: str, n: int, length: int = ID_LENGTH) -> str:
     return (stem + pad)[:length] if length >= len(stem) else stem
 
 
-# Free text the edge takes (shared/schemas.py TEXT_PATTERN): no C0/C1 control characters;
+# Free text the edge takes (shared/web/schemas.py TEXT_PATTERN): no C0/C1 control characters;
 # surrogates cannot be sent in JSON at all.
 free_text = st.text(st.characters(blacklist_categories=("Cc", "Cs")), min_size=0, max_size=12)
 

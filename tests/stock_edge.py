@@ -14,7 +14,7 @@ import redis as redis_lib
 from flask.testing import FlaskClient
 
 import stock_service
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN
 
 

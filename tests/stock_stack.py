@@ -17,7 +17,7 @@ import sqlalchemy as sa
 import migrations
 from coordination.locks import LockBackend
 from inventory.local.servers import ServerProcess
-from stock_service.store import StockStore
+from stock_service.storage.store import StockStore
 from tests.conftest import (
     MYSQL_ADMIN_URL,
     PG_ADMIN_URL,

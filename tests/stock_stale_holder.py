@@ -5,7 +5,7 @@ refused, nothing written, whatever its plan writes or does not write.
 
 The stale holder's token is a real one: taken from the app's own lock service (acquired and
 let go at once, as a holder whose session expired), so every holder after it, the app's
-included, has a newer one. Its hold is stock_service.decide.decide_batch called directly
+included, has a newer one. Its hold is stock_service.deduction.decide.decide_batch called directly
 with that token, paused at the hold's own pause point (`stop_after_read`), where the newer
 holder's whole step runs."""
 
@@ -19,9 +19,9 @@ import sqlalchemy as sa
 
 from coordination.locks import Lease, LockBackend, LockLost
 from stock_service.core.model import Decision, Kind, Request
-from stock_service.decide import decide_batch
-from stock_service.store import StockStore
-from stock_service.tables import stock
+from stock_service.deduction.decide import decide_batch
+from stock_service.storage.store import StockStore
+from stock_service.storage.tables import stock
 from tests.helpers import PauseAt
 from tests.stock_world import read_world
 

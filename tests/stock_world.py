@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from stock_service.core.places import DEFAULT
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder,
     backorder_fill,
     flag_decision,

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,7 +62,7 @@ def test_two_elected_relays_publish_the_stock_events() -> None:
     """The relay is the product's own program, as the cluster runs it (one leads, one stands
     by), with the services' settings."""
     services = compose()["services"]
-    assert services["relay"]["command"] == ["python", "-m", "stock_service.relay"]
+    assert services["relay"]["command"] == ["python", "-m", "stock_service.ledger.relay"]
     assert services["relay"]["deploy"]["replicas"] >= 2
     assert services["relay"]["environment"] == services["stock"]["environment"]
 

@@ -6,7 +6,7 @@ import redis
 from sqlalchemy import Engine
 
 from coordination.locks.base import LockBackend
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 
 def make_lock_backend(settings: Settings, engine: Engine, redis_client: redis.Redis) -> LockBackend:

@@ -12,7 +12,7 @@ majorities meet), and whichever was applied there second saw the first's counter
 floor at or above the first's token: tokens are unique and grow in the order the grants landed.
 That argument needs servers that keep their counters: a Redis restarted without its data (as
 the stack's are: nothing saved) may hand a token out twice. The fence then still refuses most
-stale writes (stock_service/store.py's compare-and-set), but that is the critique's point.
+stale writes (stock_service/storage/store.py's compare-and-set), but that is the critique's point.
 
 No watchdog renews a RedLock lease: the validity time is the whole contract, and what happens
 when a holder outlives it (a pause) is what `inventory demo redlock` shows. A hold that runs

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import BigInteger, Column, Double, Integer, MetaData, Table
 
-from shared.columns import Exact
+from shared.database.columns import Exact
 
 metadata = MetaData()
 

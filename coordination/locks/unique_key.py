@@ -8,7 +8,7 @@ The seed's method has two flaws, and this backend carries the seed's fixes for b
 - The expiry makes a slow holder (paused past `expires_at`) overlap with the next one. Its
   still-held check compares its own clock with its expiry before commit, but a pause after
   that check cannot be seen by the holder: the fencing token (the row's `id`, which only grows)
-  makes the stock row's compare-and-set refuse the stale write (stock_service/store.py).
+  makes the stock row's compare-and-set refuse the stale write (stock_service/storage/store.py).
 
 Unlike LOCK_BACKEND=database, nothing stays open while the name is held: the insert commits at
 once, so SQLite works too. Waiting is polling (inserts retried with a growing pause), so a hot
@@ -16,10 +16,11 @@ name costs the database one failed insert per waiter per poll. Expiry times are 
 a holder paused past its expiry is overlapped, and the fence is what keeps its stale write
 out.
 
-One clock: every row's expiry is set and compared by the database's clock (shared/clock.py),
-never by a holder's, so a waiter whose clock runs ahead does not clean a row before its
-expiry and take a name that is still held. A holder counts its own time from just before its
-insert on its monotonic clock, so it believes its hold over no later than the row expires.
+One clock: every row's expiry is set and compared by the database's clock
+(shared/database/clock.py), never by a holder's, so a waiter whose clock runs ahead does not clean a
+row before its expiry and take a name that is still held. A holder counts its own time from just
+before its insert on its monotonic clock, so it believes its hold over no later than the row
+expires.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from coordination.locks.base import LockBackend, LockUnavailable, SequentialClaim
 from coordination.locks.tables import lock_keys
-from shared.clock import database_epoch
+from shared.database.clock import database_epoch
 
 
 def holder_name() -> str:

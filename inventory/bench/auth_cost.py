@@ -141,7 +141,7 @@ def tokenmeasure_pair(seconds: float) -> Pair:
     """GET /stockFlow/{flag} on the stock service in-process (SQLite, no lock): the same
     request without STOCK_SERVICE_TOKEN set and with it (and the token sent)."""
     import stock_service
-    from shared.settings import Settings
+    from shared.config.settings import Settings
 
     folder = Path(tempfile.mkdtemp(prefix="bench-auth-"))
     try:

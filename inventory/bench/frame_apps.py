@@ -15,12 +15,12 @@ from apiflask import APIBlueprint
 from flask import Flask, Response, jsonify, request
 
 from order_service.schemas import IdempotencyHeaders, order_body_model
-from shared.api_app import make_api_app
-from shared.http_errors import register_error_handlers
-from shared.json_only import install_bodyless_post_rule
+from shared.config.settings import Settings
 from shared.metrics import install_metrics
-from shared.request_id import install_request_ids
-from shared.settings import Settings
+from shared.web.api_app import make_api_app
+from shared.web.http_errors import register_error_handlers
+from shared.web.json_only import install_bodyless_post_rule
+from shared.web.request_id import install_request_ids
 
 # The frame's parts, each of which a variant named "frame-no-<part>" leaves out.
 PARTS = ("validation", "request-ids", "metrics")

@@ -17,7 +17,7 @@ from sqlalchemy import text
 
 from coordination.locks.kazoo_handler import PollingHandler
 from inventory.bench.measures import Measure
-from shared.db import make_engine
+from shared.database.engines import make_engine
 
 
 def rate(fn: Callable[[], object], seconds: float) -> float:

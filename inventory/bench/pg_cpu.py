@@ -15,8 +15,8 @@ last sample (what it burnt after that is lost, and the count of such exits is re
 Not counted: the server's shared processes (WAL writer, checkpointer, background writer),
 which work for every database at once; nor the sampler's own backend.
 
-Grouped by application_name up to " pid" (shared/db.py names connections `order pid N`,
-`stock pid N`; the peer's `peer pid N`): `postgres order`, `postgres stock`, `postgres peer`;
+Grouped by application_name up to " pid" (shared/database/engines.py names connections `order pid
+N`, `stock pid N`; the peer's `peer pid N`): `postgres order`, `postgres stock`, `postgres peer`;
 autovacuum and anything unnamed is `postgres other`."""
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from inventory.chaos.slow_attempts import CALL_TIMEOUT, DELAY
 from inventory.chaos.verdict import COUNTED, UNKNOWN, Verdict
 from order_service.model import HOLD_EXPIRED
 from order_service.tables import orders
-from stock_service.tables import flag_decision, stock_adjustment, stock_flow, stock_return
+from stock_service.storage.tables import flag_decision, stock_adjustment, stock_flow, stock_return
 
 
 def _first_sends(ops: Sequence[Op]) -> dict[str, Op]:

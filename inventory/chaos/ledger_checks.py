@@ -33,7 +33,7 @@ from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.chaos.verdict import UNKNOWN, VALID, VIOLATED, Verdict, violated_if
 from inventory.check.events import check_events
 from inventory.check.events_source import read_outbox, wait_until_sent
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder_fill,
     stock,
     stock_adjustment,

@@ -33,7 +33,7 @@ from inventory.check.allocation_rule import Asked, check_rule_held
 from inventory.check.ledger_replay import read_ledger
 from inventory.check.ledger_replay import read_places as read_location_rows
 from inventory.check.locations import check_locations, read_places
-from stock_service.tables import stock_transfer
+from stock_service.storage.tables import stock_transfer
 
 PLACED = ("CONFIRMED", "AWAITING_PAYMENT", "CANCELLED")  # deducted once (a cancel returned it)
 

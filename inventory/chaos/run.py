@@ -46,7 +46,7 @@ from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
 from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, skew, topology
-from shared.db import make_engine, utcnow
+from shared.database.engines import make_engine, utcnow
 
 # Orders/s this cluster takes on this machine under the chaos load: 24.5 in the last full run
 # (10,005 orders in 409 s, the stock side running), 16 in a quick run beside a benchmark.

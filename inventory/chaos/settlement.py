@@ -12,7 +12,7 @@ from sqlalchemy import Engine, Select, func, select
 from inventory.chaos import checker
 from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
 from order_service.tables import order_details, orders
-from shared.db import utcnow
+from shared.database.engines import utcnow
 
 
 def _mine(prefix: str) -> Select[tuple[str]]:

@@ -78,7 +78,7 @@ def target(goods: list[str], rng: random.Random) -> str:
 def lock_path(goods_id: str) -> str:
     """The path the stock service queues on for `goods_id` (its settings' root, its names)."""
     from coordination.locks import lock_names
-    from shared.settings import Settings
+    from shared.config.settings import Settings
 
     settings = Settings()
     [name] = lock_names([goods_id], settings.lock_scope)
@@ -89,7 +89,7 @@ def make_locks(state: ClusterState) -> Any:
     """The stock service's lock backend, as a replica builds it, but ours: the cluster's
     ensemble, the stock identity, TLS against the cluster's CA."""
     from coordination.locks.zookeeper import ZooKeeperLocks, ZooKeeperTLS
-    from shared.settings import Settings
+    from shared.config.settings import Settings
 
     secrets = state.secrets
     return ZooKeeperLocks(

@@ -3,8 +3,8 @@
 A write transaction lasts a few milliseconds, so the search is built to stop a writer before it
 commits, and then to check that it did:
 - pg_stat_activity names every connection whose transaction has written (it has an xid), and
-  its application_name says which process opened it (`stock pid <pid>`, shared/db.py): the
-  client address would be the load balancer's, the stock service reaching PostgreSQL through
+  its application_name says which process opened it (`stock pid <pid>`, shared/database/engines.py):
+  the client address would be the load balancer's, the stock service reaching PostgreSQL through
   haproxy;
 - SIGSTOP at once; then pgrowlocks (PostgreSQL's contrib extension) says which stock rows the
   stopped backend holds. No row held: it committed before the signal landed, so SIGCONT and try

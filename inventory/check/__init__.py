@@ -18,7 +18,7 @@ from inventory.check.invariants import (
 )
 from inventory.check.snapshot import Snapshot, read_orders, read_snapshot
 from inventory.local.databases import migrate_command, require_tables
-from shared.db import make_engine
+from shared.database.engines import make_engine
 
 __all__ = [
     "HOLD_BOUND",

@@ -33,7 +33,7 @@ from datetime import datetime
 from sqlalchemy import Engine, select
 
 from inventory.check.result import CheckResult
-from stock_service.tables import backorder, backorder_fill, stock, stock_return
+from stock_service.storage.tables import backorder, backorder_fill, stock, stock_return
 
 CANCELLED = "cancelled"
 

@@ -8,7 +8,7 @@ relay's delivery is at least once). What it keeps must be:
   invented (an entry whose id is no outbox row's: a second event of the same goods id and seq
   under another id is one), each copy equal to its row (goods id, seq, kind, delta, level);
 - in ledger order per goods id: the first copies of a goods id's events come with growing ids
-  (ids grow with a goods id's ledger, stock_service/tables.py) and never a lower seq;
+  (ids grow with a goods id's ledger, stock_service/storage/tables.py) and never a lower seq;
 - replaying the levels: from level 0 before seq 1 (or, for a goods id whose ledger began
   before the outbox, from where its outbox starts), each entry (deducted, returned, adjusted) is the
   next seq and its level is the level before plus its delta; each threshold event
@@ -60,7 +60,8 @@ class OutboxRow:
     sent: bool = True
 
     def fields(self) -> dict[str, str]:
-        """What the relay writes of it to the stream (stock_service/relay.py's event_fields)."""
+        """What the relay writes of it to the stream (stock_service/ledger/relay.py's
+        event_fields)."""
         return {
             "id": str(self.id),
             "goodsId": self.goods_id,

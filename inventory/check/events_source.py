@@ -23,10 +23,10 @@ from sqlalchemy import Engine, func, select
 from inventory.check.events import NAME, OutboxRow, check_events
 from inventory.check.result import CheckResult
 from inventory.local.stack_state import StackState
-from shared.db import make_engine
+from shared.config.settings import Settings
+from shared.database.engines import make_engine
 from shared.redis_client import make_redis
-from shared.settings import Settings
-from stock_service.tables import stock, stock_outbox
+from stock_service.storage.tables import stock, stock_outbox
 
 WAIT = 30.0  # seconds the relay gets to send the scope's rows (it looks every 0.2 s)
 PAGE = 1000  # stream entries per XRANGE

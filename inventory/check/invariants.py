@@ -57,7 +57,7 @@ def check_invariants(
     now: datetime | None = None,
     hold_bound: float = HOLD_BOUND,
 ) -> list[CheckResult]:
-    from shared.db import utcnow
+    from shared.database.engines import utcnow
 
     return [
         check_no_negative_stock(snap),

@@ -25,7 +25,7 @@ from sqlalchemy import ColumnElement, Table, select
 from sqlalchemy.engine import Connection
 
 from stock_service.core.places import DEFAULT, parts_of
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder,
     backorder_fill,
     location,

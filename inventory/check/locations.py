@@ -27,7 +27,7 @@ from sqlalchemy.engine import Connection
 from inventory.check.ledger_replay import final_levels, read_ledger
 from inventory.check.result import CheckResult
 from stock_service.core.places import DEFAULT
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder_fill,
     stock,
     stock_adjustment,

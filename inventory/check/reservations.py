@@ -26,7 +26,7 @@ from sqlalchemy import Engine, select
 
 from inventory.check.result import CheckResult
 from order_service.tables import orders, reservation_lines, reservations
-from stock_service.tables import stock_flow, stock_return
+from stock_service.storage.tables import stock_flow, stock_return
 
 ENDS = ("consumed", "released", "expired", "failed", "pending", "held")
 LATE = 60.0  # seconds past its expiry a reservation may still be held (the pass's bound)

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from inventory.check.ledger_replay import lowest_since_seed, read_ledger
 from order_service.fills import BACKORDER, PARTIAL
 from order_service.tables import order_details, orders
-from stock_service.tables import (
+from stock_service.storage.tables import (
     backorder_fill,
     flag_decision,
     stock,

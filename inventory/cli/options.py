@@ -12,8 +12,8 @@ from typing import NoReturn
 from rich.console import Console
 
 from inventory.cli.errors import UsageError
-from shared.schemas import IDENTIFIER_PATTERN
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.schemas import IDENTIFIER_PATTERN
 
 err = Console(stderr=True)
 

@@ -35,7 +35,7 @@ from inventory.cluster.health import wait_replicas_healthy
 from inventory.cluster.nodes import Proc
 from inventory.cluster.secrets import Secrets
 from inventory.local.servers import wait_until
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 STATE_FILE = "cluster.json"
 ROLES = ("stock", "order", "reconciler", "relay")  # the programs of ours, by identity

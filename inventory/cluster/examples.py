@@ -18,7 +18,7 @@ from inventory.cluster.secrets import PG_ROLES, REDIS_USERS, ZK_IDENTITIES, Secr
 ROOT = Path("/var/lib/inventory")
 # What every service process runs with besides its credentials. The cluster's shortened
 # timeouts (topology.SERVICE_SETTINGS, for faults that fit in minutes) are left out: a
-# deployment keeps the defaults of shared/settings.py.
+# deployment keeps the defaults of shared/config/settings.py.
 PRODUCTION_SETTINGS = {
     "ZK_HOSTS": topology.ZK_HOSTS,
     "STOCK_SERVICE_URL": topology.STOCK_URL,

@@ -140,7 +140,7 @@ def reconciler_leader(timeout: float = 3.0) -> str | None:
 
 def relay_leader(timeout: float = 3.0) -> str | None:
     """The name of the elected relay of the stock events that leads now, or None."""
-    from stock_service.relay import ELECTION_PATH
+    from stock_service.ledger.relay import ELECTION_PATH
 
     return singleton_leader(ELECTION_PATH, timeout)
 
@@ -275,9 +275,9 @@ def reconciler(name: str, host: Host, home: Path, overrides: dict[str, str]) -> 
 
 
 def relay(name: str, host: Host, home: Path, overrides: dict[str, str]) -> Proc:
-    """An instance of the elected relay of the stock events (`python -m stock_service.relay`,
+    """An instance of the elected relay of the stock events (`python -m stock_service.ledger.relay`,
     the product's own program), on a stock host."""
     folder = _folder(home, name)
-    argv = [sys.executable, "-m", "stock_service.relay", "--name", name]
+    argv = [sys.executable, "-m", "stock_service.ledger.relay", "--name", name]
     env = {**base_env(overrides), **topology.RELAY_SETTINGS}
     return Proc(name, host.name, argv, str(folder / "relay.log"), env, identity="relay")

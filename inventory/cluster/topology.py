@@ -83,7 +83,7 @@ STOCK_URL = f"http://{VIP}:{LB_STOCK_PORT}"
 
 # The elected reconcilers: one on each order host (two or more, on different hosts).
 RECONCILERS = {"rec1": "order1", "rec2": "order2"}
-# The elected relays of the stock events (stock_service/relay.py): one on each stock host.
+# The elected relays of the stock events (stock_service/ledger/relay.py): one on each stock host.
 RELAYS = {"rel1": "stock1", "rel2": "stock2"}
 # What a relay runs with besides the services' settings: an event is marked sent only once the
 # Redis replica has it too, so a Sentinel failover loses none (the relay's docstring).

@@ -20,7 +20,7 @@ from inventory.loadtest.report import print_summary, print_violations, write_rep
 from inventory.local.stack_state import StackState
 from order_service.model import AWAITING_PAYMENT, CANCELLING, PENDING
 from order_service.tables import order_details, orders
-from shared.db import make_engine, utcnow
+from shared.database.engines import make_engine, utcnow
 
 __all__ = [
     "Attempt",

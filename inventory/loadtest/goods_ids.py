@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import uuid
 
-LONGEST = 64  # shared.schemas.IDENTIFIER_PATTERN: 1-64 characters
+LONGEST = 64  # shared.web.schemas.IDENTIFIER_PATTERN: 1-64 characters
 
 
 def run_prefix(seed: int) -> str:

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from inventory.local.stack_state import StackState
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 # What a client allows beyond a call's own legitimate wait: a loaded machine's scheduling,
 # the database write after the lock, a request queued behind others in gunicorn.

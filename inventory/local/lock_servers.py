@@ -9,7 +9,7 @@ from pathlib import Path
 
 from inventory.local import servers
 from inventory.local.etcd_server import start_etcd
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 REDLOCK_SERVERS = 3  # started by `up` for LOCK_BACKEND=redlock when REDLOCK_URLS is not set
 

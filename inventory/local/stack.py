@@ -49,7 +49,7 @@ from inventory.local.stack_state import (
     load_state,
     save_state,
 )
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 
 class SettingsError(ValueError):

@@ -40,8 +40,8 @@ from inventory.scenarios.rig import (
     order_body,
     scenario_stack,
 )
-from shared.db import utcnow
-from stock_service.tables import flag_decision, stock_flow, stock_return
+from shared.database.engines import utcnow
+from stock_service.storage.tables import flag_decision, stock_flow, stock_return
 
 ENV = {"RECONCILE_INTERVAL": "0.3"}  # holds expire by their deadline, checked every 0.3 s
 

@@ -23,7 +23,7 @@ from rich.table import Table
 
 from inventory.local.client import StackClient
 from inventory.local.stack_state import StackState
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 GOODS = "demo-phone"
 

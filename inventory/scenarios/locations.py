@@ -30,7 +30,7 @@ from inventory.local import stack_state
 from inventory.local.client import StackClient
 from inventory.scenarios.rig import ScenarioResult, Story, finish, scenario_stack
 from inventory.scenarios.shelves import Shelf, history_table, rule_facts, rule_held, short
-from shared.db import make_engine
+from shared.database.engines import make_engine
 
 # Best first: `default` always exists (priority 0), the two named here come after it.
 PLACES = ("default", "north", "south")

@@ -23,8 +23,8 @@ from inventory.local.client import StackClient, stack_settings
 from inventory.local.homes import temporary_home
 from inventory.local.servers import wait_until
 from inventory.scenarios.demo import RedisMonitor
+from shared.config.settings import Settings
 from shared.faults import LAST_PID
-from shared.settings import Settings
 
 # Short timeouts so every story takes seconds; what each one means is in docs/configuration.md.
 SCENARIO_ENV = {

@@ -33,7 +33,7 @@ from inventory.scenarios.rig import (
     wait_for_pid,
     worker_fault,
 )
-from shared.db import make_engine
+from shared.database.engines import make_engine
 
 TTL = 2.0
 ENV = {"LOCK_BACKEND": "unique-key", "UNIQUE_KEY_LOCK_TTL": str(TTL)}

@@ -17,8 +17,8 @@ from inventory.local import stack_state
 from inventory.local.client import StackClient
 from inventory.scenarios.rig import Story
 from inventory.scenarios.shelves import short
-from shared.db import make_engine
-from stock_service.tables import backorder
+from shared.database.engines import make_engine
+from stock_service.storage.tables import backorder
 
 FIGURES = ("num", "held", "owed", "backorderLimit")  # GET /stock/{goodsId}'s, as shown
 HEADINGS = ("on hand", "held", "owed", "limit")

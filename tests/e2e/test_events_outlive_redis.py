@@ -18,7 +18,7 @@ from inventory.check.events_source import unsent_rows
 from inventory.local import stack_state
 from inventory.local.client import StackClient
 from inventory.local.servers import pid_alive
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from tests.e2e.test_stack import run_cli
 from tests.waiting import wait_for
 

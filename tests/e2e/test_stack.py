@@ -25,7 +25,7 @@ from inventory.local.client import lock_call_timeout, order_call_timeout, stack_
 from inventory.local.servers import pid_alive
 from order_service.reconciler import ELECTION_PATH
 from order_service.tables import orders
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.waiting import wait_for
 
 pytestmark = pytest.mark.e2e

@@ -19,8 +19,8 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from order_service.tables import orders
-from shared.settings import Settings
-from stock_service.tables import flag_decision
+from shared.config.settings import Settings
+from stock_service.storage.tables import flag_decision
 from tests.conftest import unique
 from tests.helpers import PauseAt, Services, running_services
 
@@ -270,7 +270,7 @@ def test_a_hold_s_clock_starts_when_its_deduction_is_confirmed(services: Service
     held = place(s, {goods: 1}, payWithinSeconds=2)
     assert (held.status_code, held.json["status"]) == (200, "AWAITING_PAYMENT"), held.json
     pay_by = datetime.fromisoformat(held.json["payBy"])
-    from shared.db import utcnow
+    from shared.database.engines import utcnow
 
     assert pay_by > utcnow(), f"payBy {pay_by} had passed when the answer came"
     paid = s.order.post(f"/orders/{held.json['orderId']}/pay")
@@ -340,7 +340,7 @@ def test_a_cancel_racing_a_rejected_order_is_answered_without_a_500(settings: Se
 def _pending_orders(s: Services) -> list[Any]:
     from datetime import timedelta
 
-    from shared.db import utcnow
+    from shared.database.engines import utcnow
 
     store = s.order_app.extensions["orders"].store
     return list(store.page("PENDING", utcnow() + timedelta(minutes=1), None, 100))

@@ -25,7 +25,7 @@ import sqlalchemy as sa
 from schemathesis.engine import Status, from_schema
 from schemathesis.engine.events import FatalError, NonFatalError, ScenarioFinished
 
-from stock_service.tables import location
+from stock_service.storage.tables import location
 from tests.conftest import ADMIN, make_settings
 from tests.helpers import Services, running_services
 

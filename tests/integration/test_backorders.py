@@ -14,8 +14,8 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from shared.settings import Settings
-from stock_service.tables import (
+from shared.config.settings import Settings
+from stock_service.storage.tables import (
     backorder,
     backorder_fill,
     stock_adjustment,

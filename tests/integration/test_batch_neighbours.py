@@ -13,10 +13,10 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.core.plan import Adjustment
-from stock_service.deduction import LANE
-from stock_service.tables import stock_flow
+from stock_service.deduction.steps import LANE
+from stock_service.storage.tables import stock_flow
 from tests.conftest import ADMIN, unique
 from tests.helpers import PauseAt, Services, held_by_another_thread, running_services
 from tests.integration.test_combining import queued, reduce, set_flags

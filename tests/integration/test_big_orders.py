@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

@@ -21,8 +21,8 @@ from order_service import transitions
 from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
-from shared.settings import Settings
-from stock_service.tables import stock_flow, stock_return
+from shared.config.settings import Settings
+from stock_service.storage.tables import stock_flow, stock_return
 from tests.conftest import unique
 from tests.helpers import PauseAt, Services, running_services
 
@@ -197,7 +197,7 @@ def test_a_hold_paid_in_time_is_confirmed_and_a_repeat_pay_answers_the_same(
 def expire_now(s: Services, order_id: str, shift: timedelta = timedelta(0)) -> None:
     """The hold's deadline moved to now (and `shift`), as if its time had run out."""
     from order_service.tables import orders
-    from shared.db import utcnow
+    from shared.database.engines import utcnow
 
     deadline = utcnow() + shift
     with s.engine.begin() as conn:

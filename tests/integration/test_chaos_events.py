@@ -17,8 +17,8 @@ import sqlalchemy as sa
 from inventory.chaos import ledger_checks
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.local.servers import ServerProcess, wait_until
-from shared.db import utcnow
-from stock_service.tables import stock, stock_outbox
+from shared.database.engines import utcnow
+from stock_service.storage.tables import stock, stock_outbox
 from tests.conftest import unique
 
 

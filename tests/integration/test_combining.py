@@ -21,8 +21,8 @@ import migrations
 import stock_service
 from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
-from shared.settings import Settings
-from stock_service.deduction import LANE
+from shared.config.settings import Settings
+from stock_service.deduction.steps import LANE
 from tests.conftest import (
     MYSQL_ADMIN_URL,
     PG_ADMIN_URL,

@@ -1,4 +1,4 @@
-"""Statement and lock timeouts on every connection of the programs (shared/db.py,
+"""Statement and lock timeouts on every connection of the programs (shared/database/engines.py,
 DB_STATEMENT_TIMEOUT_MS and DB_LOCK_TIMEOUT_MS), on PostgreSQL and MariaDB (SQLite has none:
 its busy timeout instead). A statement past either is cancelled, its transaction rolled back,
 and the caller told DatabaseTimeout: a 503 that says which, never a half-written state. The
@@ -16,9 +16,9 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from shared.db import DatabaseTimeout, DatabaseTimeouts, make_engine, transaction
-from shared.settings import Settings
-from stock_service.tables import stock
+from shared.config.settings import Settings
+from shared.database.engines import DatabaseTimeout, DatabaseTimeouts, make_engine, transaction
+from stock_service.storage.tables import stock
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

@@ -21,8 +21,8 @@ import redis as redis_lib
 from inventory.check.events_source import read_stream, run_events_check
 from inventory.cli import main
 from inventory.local import stack_state
-from shared.settings import Settings
-from stock_service import relay
+from shared.config.settings import Settings
+from stock_service.ledger import relay
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

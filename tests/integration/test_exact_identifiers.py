@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import redis as redis_lib
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

@@ -16,12 +16,12 @@ import sqlalchemy as sa
 
 from coordination.locks import Lease, LockLost
 from inventory.local.servers import ServerProcess
-from shared.db import make_engine, utcnow
+from shared.database.engines import make_engine, utcnow
 from shared.faults import NO_FAULTS, Faults
 from stock_service.core.plan import Adjustment, Decision, Kind, Outcome, Request, Shortfall
-from stock_service.decide import decide_batch
-from stock_service.store import StockStore
-from stock_service.tables import stock_flow
+from stock_service.deduction.decide import decide_batch
+from stock_service.storage.store import StockStore
+from stock_service.storage.tables import stock_flow
 from tests.conftest import unique
 from tests.helpers import PauseAt
 

@@ -39,8 +39,8 @@ from inventory.local.servers import (
     start_server,
     wait_until,
 )
-from shared.db import make_engine
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.database.engines import make_engine
 from tests import identity_runs as runs
 from tests.conftest import PG_ADMIN_URL
 from tests.identity_capture import RedisCalls, SqlCalls, ZkCalls, addresses

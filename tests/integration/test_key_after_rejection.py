@@ -16,7 +16,7 @@ import pytest
 
 from order_service import transitions
 from order_service.model import OrderRow
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

@@ -17,10 +17,10 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from shared.db import utcnow
-from shared.settings import Settings
-from stock_service.relay import publish_pending
-from stock_service.tables import stock_adjustment, stock_flow, stock_outbox, stock_return
+from shared.config.settings import Settings
+from shared.database.engines import utcnow
+from stock_service.ledger.relay import publish_pending
+from stock_service.storage.tables import stock_adjustment, stock_flow, stock_outbox, stock_return
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

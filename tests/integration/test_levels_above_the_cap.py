@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 from tests.integration.test_locations import deduct, ledger_ok, levels, stock_at

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 from tests.integration.test_backorders import ledger_holds, limit, lines, order

@@ -15,8 +15,8 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from inventory.check.locations import check_locations, read_places
-from shared.settings import Settings
-from stock_service.tables import stock_outbox
+from shared.config.settings import Settings
+from stock_service.storage.tables import stock_outbox
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

@@ -14,9 +14,9 @@ from typing import Any
 
 import redis as redis_lib
 
+from shared.config.settings import Settings
 from shared.contract import CALLER_TIMEOUT_HEADER
 from shared.metrics import scrape
-from shared.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, held_by_another_thread, running_services
 from tests.integration.test_combining import (

@@ -23,7 +23,7 @@ from coordination.locks.redlock import RedLocks
 from coordination.locks.unique_key import UniqueKeyLocks
 from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.servers import ServerProcess, start_zookeeper
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from tests.conftest import (
     MYSQL_ADMIN_URL,
     PG_ADMIN_URL,

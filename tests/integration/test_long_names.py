@@ -14,12 +14,12 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from shared.settings import Settings
-from stock_service.tables import stock_outbox
+from shared.config.settings import Settings
+from stock_service.storage.tables import stock_outbox
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 
-LONGEST = 64  # shared.schemas.IDENTIFIER_PATTERN
+LONGEST = 64  # shared.web.schemas.IDENTIFIER_PATTERN
 
 
 def longest(prefix: str) -> str:

@@ -24,8 +24,8 @@ from kazoo.exceptions import ConnectionLoss
 import migrations
 from inventory.local.servers import ServerProcess, wait_until
 from order_service import reconciler
-from shared.settings import Settings
-from stock_service import relay
+from shared.config.settings import Settings
+from stock_service.ledger import relay
 from tests.conftest import (
     MYSQL_ADMIN_URL,
     PG_ADMIN_URL,

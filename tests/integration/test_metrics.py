@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

@@ -19,8 +19,8 @@ import sqlalchemy as sa
 from order_service.reconcile import ReconcileReport, reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
-from shared.settings import Settings
-from stock_service.tables import backorder
+from shared.config.settings import Settings
+from stock_service.storage.tables import backorder
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 from tests.integration.test_order_partial_fill import Sent

@@ -21,7 +21,7 @@ from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import order_allocation
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 from tests.integration.test_settlement import Failing, first_reduce_answer_lost, stock_route

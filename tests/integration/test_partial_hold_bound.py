@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import redis as redis_lib
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 from tests.integration.test_stalled_lock_neighbours import Stall

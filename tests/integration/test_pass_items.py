@@ -28,7 +28,7 @@ from order_service.reservation_store import ReservationStore
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import hold_release, orders, reservations
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 from tests.integration.test_reconcile import pending_order

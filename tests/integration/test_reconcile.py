@@ -16,7 +16,7 @@ from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import orders
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

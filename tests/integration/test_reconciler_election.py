@@ -22,8 +22,8 @@ from order_service.reconciler import serve
 from order_service.statements import FENCE_READ
 from order_service.store import OrderStore
 from order_service.transitions import Fence, Superseded
-from shared.db import make_engine
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.database.engines import make_engine
 from tests.conftest import unique
 
 

@@ -26,7 +26,7 @@ from inventory.local.servers import ServerProcess, free_port, start_zookeeper, w
 from order_service import transitions
 from order_service.reconciler import serve
 from order_service.store import OrderStore
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from tests.conftest import ADMIN, make_settings, unique
 from tests.zk_proxy import CuttingProxy
 

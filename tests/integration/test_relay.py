@@ -18,10 +18,10 @@ import redis as redis_lib
 import sqlalchemy as sa
 
 from inventory.local.servers import ServerProcess, wait_until
-from shared.db import utcnow
-from shared.settings import Settings
-from stock_service import relay
-from stock_service.tables import stock_outbox
+from shared.config.settings import Settings
+from shared.database.engines import utcnow
+from stock_service.ledger import relay
+from stock_service.storage.tables import stock_outbox
 from tests.conftest import BACKENDS, unique
 from tests.fresh_database import fresh_database
 

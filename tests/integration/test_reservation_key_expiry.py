@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 from tests.integration.test_reservation_keys import post

@@ -12,8 +12,8 @@ import pytest
 import sqlalchemy as sa
 
 from order_service.tables import reservations
-from shared.settings import Settings
-from stock_service.tables import stock_flow
+from shared.config.settings import Settings
+from stock_service.storage.tables import stock_flow
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

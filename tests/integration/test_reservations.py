@@ -25,8 +25,8 @@ from order_service.reservations import Settlement
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
 from order_service.tables import orders, reservations
-from shared.settings import Settings
-from stock_service.tables import stock_return
+from shared.config.settings import Settings
+from stock_service.storage.tables import stock_return
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 from tests.integration.test_order_partial_fill import add_location, at, seed_at

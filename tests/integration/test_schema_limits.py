@@ -36,16 +36,16 @@ from order_service.model import PENDING as ORDER_PENDING
 from order_service.reservation_store import CONSUMED, EXPIRED, FAILED, HELD, PENDING, RELEASED
 from order_service.schemas import IdempotencyHeaders
 from order_service.tables import metadata as order_metadata
-from shared.columns import Exact
+from shared.config.settings import Settings
 from shared.contract import Decided
-from shared.schemas import IDENTIFIER_PATTERN
-from shared.settings import Settings
+from shared.database.columns import Exact
+from shared.web.schemas import IDENTIFIER_PATTERN
+from stock_service.api.location_schemas import transfer_model
 from stock_service.core.ledger_lines import EVENT_KINDS
 from stock_service.core.model import REASONS
 from stock_service.core.places import units_text
 from stock_service.core.transfers import IN_TRANSIT, RECEIVED
-from stock_service.location_schemas import transfer_model
-from stock_service.tables import metadata as stock_metadata
+from stock_service.storage.tables import metadata as stock_metadata
 from tests.conftest import unique
 
 ORDER_STATUSES = (
@@ -68,7 +68,7 @@ def max_length(field: Any) -> int:
 REFERENCE = max_length(transfer_model(1).model_fields["reference"])
 KEY = max_length(IdempotencyHeaders.model_fields["idempotency_key"])
 NEW_ID = 32  # shared.ids.new_id: 29 characters
-# The code cuts each reason it records at 200 characters: stock_service/store_write.py
+# The code cuts each reason it records at 200 characters: stock_service/storage/store.py
 # (flag_decision: a refusal names every short line's goods id), stock_service/core/
 # ledger_lines.py (a transfer's event: its reference in it), order_service/transitions.py and
 # order_service/reservation_store.py.

@@ -15,7 +15,7 @@ from order_service.flags import FlagWriter
 from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 
@@ -255,7 +255,7 @@ def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_boun
 
 def backdate(s: Services, ages: dict[str, timedelta]) -> None:
     from order_service.tables import orders
-    from shared.db import utcnow
+    from shared.database.engines import utcnow
 
     engine = sa.create_engine(s.settings.order_database_url)
     with engine.begin() as conn:

@@ -16,8 +16,8 @@ import sqlalchemy as sa
 import order_service.store
 from order_service.reservation_store import EXPIRED, HELD, ReservationStore
 from order_service.tables import orders
-from shared.db import utcnow
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.database.engines import utcnow
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 from tests.integration.test_reservations import (

@@ -16,11 +16,17 @@ import pytest
 import sqlalchemy as sa
 
 from coordination.locks import Lease, LockLost
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from stock_service.core.plan import Adjustment, Kind, Outcome, Request
-from stock_service.decide import decide_batch
-from stock_service.store import StockStore
-from stock_service.tables import backorder, backorder_fill, flag_decision, stock, stock_return
+from stock_service.deduction.decide import decide_batch
+from stock_service.storage.store import StockStore
+from stock_service.storage.tables import (
+    backorder,
+    backorder_fill,
+    flag_decision,
+    stock,
+    stock_return,
+)
 from tests.conftest import unique
 from tests.helpers import PauseAt
 

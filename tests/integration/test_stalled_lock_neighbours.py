@@ -32,7 +32,7 @@ from coordination.locks.zookeeper import ZooKeeperLocks
 from order_service.reconcile import reconcile
 from order_service.retry import CallPolicy
 from order_service.stock_client import StockClient
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 from tests.waiting import wait_for

@@ -8,7 +8,8 @@ Before, each waiter of the stalled lock held its thread until its caller's deadl
 the cluster's STOCK_CALL_TIMEOUT), the resends took every thread, and each free buyer's request
 queued behind them: answered after up to the call timeout (the chaos fault stall-lock-holder's
 other-goods buyers at 3.6-4.0 s). Now the stalled lock's waiters take at most half the threads
-(stock_service/lock_queue.py), the rest refused at once (503, Retry-After, nothing written), and
+(stock_service.deduction's lock_queue.py), the rest refused at once (503, Retry-After, nothing
+written), and
 every free buyer is deducted within a second. PostgreSQL, real ZooKeeper and Redis."""
 
 from __future__ import annotations
@@ -26,9 +27,9 @@ from flask import Flask
 
 import stock_service
 from coordination.locks.zookeeper import ZooKeeperLocks
+from shared.config.settings import Settings
 from shared.contract import CALLER_TIMEOUT_HEADER
-from shared.settings import Settings
-from stock_service.server_threads import lock_wait_threads
+from stock_service.deduction.server_threads import lock_wait_threads
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

@@ -19,9 +19,9 @@ from coordination.locks import tables as lock_tables
 from coordination.locks.zookeeper import ZooKeeperLocks
 from inventory.local.client import lock_call_timeout
 from inventory.local.servers import ServerProcess, start_zookeeper, wait_until
-from shared.settings import Settings
-from shared.startup import SchemaOutOfDate
-from stock_service import tables as stock_tables
+from shared.config.settings import Settings
+from shared.database.startup import SchemaOutOfDate
+from stock_service.storage import tables as stock_tables
 from tests.conftest import make_settings, unique
 from tests.fresh_database import backend_of, fresh_database
 from tests.helpers import held_by_another_thread, running_services

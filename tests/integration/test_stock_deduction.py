@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 
 import stock_service
-from shared.settings import Settings
+from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
 

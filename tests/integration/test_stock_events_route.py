@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import redis as redis_lib
 
-from shared.settings import Settings
-from stock_service.relay import publish_pending
+from shared.config.settings import Settings
+from stock_service.ledger.relay import publish_pending
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services
 

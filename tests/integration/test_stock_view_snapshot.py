@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 from stock_service.core.plan import Adjustment, Outcome
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services

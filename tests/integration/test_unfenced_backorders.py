@@ -9,12 +9,12 @@ import sqlalchemy as sa
 
 from coordination.locks import Lease
 from shared.contract import Outcome
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from stock_service.core.plan import Request
-from stock_service.decide import decide_batch
-from stock_service.ledger import Ledger
-from stock_service.store import StockStore
-from stock_service.tables import backorder, stock_flow
+from stock_service.deduction.decide import decide_batch
+from stock_service.ledger.history import Ledger
+from stock_service.storage.store import StockStore
+from stock_service.storage.tables import backorder, stock_flow
 from tests.conftest import unique
 from tests.helpers import PauseAt
 from tests.integration.test_fencing import seeded

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from coordination.locks import LockLost, LockTimeout, LockUnavailable
 from coordination.locks.tables import lock_keys
 from coordination.locks.unique_key import UniqueKeyLocks
-from shared.db import make_engine
+from shared.database.engines import make_engine
 from tests.conftest import unique
 
 

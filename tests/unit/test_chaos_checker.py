@@ -166,8 +166,8 @@ def test_a_fencing_token_that_goes_back_is_caught(tmp_path: Path) -> None:
     from datetime import datetime, timedelta
 
     import migrations
-    from shared.db import make_engine
-    from stock_service.tables import stock, stock_flow
+    from shared.database.engines import make_engine
+    from stock_service.storage.tables import stock, stock_flow
 
     url = f"sqlite:///{tmp_path / 'stock.db'}"
     migrations.upgrade(url, "stock")
@@ -465,8 +465,8 @@ def test_the_late_attempt_story_is_counted_from_the_history_and_the_databases(
     import migrations
     from inventory.chaos import late_attempts
     from order_service.tables import orders
-    from shared.db import make_engine
-    from stock_service.tables import flag_decision, stock_flow, stock_return
+    from shared.database.engines import make_engine
+    from stock_service.storage.tables import flag_decision, stock_flow, stock_return
 
     t0 = datetime(2026, 1, 1)
 
@@ -562,8 +562,8 @@ def _tombstone_databases(tmp_path: Path) -> tuple[Any, Any]:
 
     import migrations
     from order_service.tables import order_details, orders
-    from shared.db import make_engine
-    from stock_service.tables import flag_decision, stock, stock_flow
+    from shared.database.engines import make_engine
+    from stock_service.storage.tables import flag_decision, stock, stock_flow
 
     engines = []
     for name in ("order", "stock"):

@@ -15,8 +15,8 @@ from sqlalchemy import Connection, Engine
 import migrations
 from inventory.chaos import checker
 from inventory.chaos.ledger_checks import returns_out_of_order, with_returns_in_ledger_order
-from shared.db import make_engine
-from stock_service.tables import backorder_fill, stock, stock_flow, stock_return
+from shared.database.engines import make_engine
+from stock_service.storage.tables import backorder_fill, stock, stock_flow, stock_return
 
 T0 = datetime(2026, 1, 1)
 AHEAD, BEHIND = timedelta(seconds=1.8), timedelta(seconds=-1.6)  # two stock hosts' clocks

@@ -137,7 +137,7 @@ def test_lt_every_transfers_answer_holds_and_a_contradiction_is_caught() -> None
 
 def databases(tmp_path: Path) -> tuple[sa.Engine, sa.Engine]:
     import migrations
-    from shared.db import make_engine
+    from shared.database.engines import make_engine
 
     engines = []
     for name in ("order", "stock"):
@@ -151,7 +151,7 @@ def shop(order_engine: sa.Engine, stock_engine: sa.Engine, split: dict[str, int]
     """p-a seeded near 2, mid 1, far 4 (7); a transfer of 2 far -> near, received; then order
     o1 of 3 units, deducted as `split` says: near (4 since the transfer) could fill it alone."""
     from order_service.tables import order_details, orders
-    from stock_service.tables import (
+    from stock_service.storage.tables import (
         location,
         stock,
         stock_adjustment,

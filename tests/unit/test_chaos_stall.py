@@ -18,7 +18,7 @@ from inventory.chaos import nemesis, stall_check, stalled_lock
 from inventory.chaos.history import OK, UNKNOWN, Op
 from inventory.chaos.verdict import UNKNOWN as NOT_JUDGED
 from inventory.chaos.verdict import VALID, VIOLATED
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 STALLED = "p-hot0"
 BASELINE = (0.0, 10.0)

@@ -11,8 +11,8 @@ from collections import Counter
 from inventory.chaos.after_sale import order_body
 from inventory.chaos.workload import BIG_ID_LENGTH, BIG_LINES, Workload, make_goods
 from order_service.stock_batch import body, cut, entry
-from shared.schemas import IDENTIFIER_PATTERN
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.web.schemas import IDENTIFIER_PATTERN
 
 
 def test_big_goods_are_long_valid_ids_of_the_run_and_seeded_with_the_rest() -> None:

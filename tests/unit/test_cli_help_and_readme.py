@@ -18,7 +18,7 @@ import pytest
 from inventory import scenarios
 from inventory.chaos import nemesis
 from inventory.cli import build_parser
-from shared.settings import LOCK_BACKENDS, LOCK_SCOPES
+from shared.config.settings import LOCK_BACKENDS, LOCK_SCOPES
 from tests.conftest import BACKENDS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -218,7 +218,7 @@ class BatchesOverTime(RuleBasedStateMachine):
 
     @rule(batch=st.lists(st.tuples(st.sampled_from(FLAGS), lines, st.booleans()), max_size=5))
     def serve(self, batch: list[tuple[str, dict[str, int], bool]]) -> None:
-        """A cancel (stock_service/deduction.py: cancel) voids a flag with no decision and is
+        """A cancel (stock_service/deduction/steps.py: cancel) voids a flag with no decision and is
         answered at once; only a deducted flag's return, of exactly its flows, joins a batch."""
         requests = []
         for flag, wanted, is_cancel in batch:

@@ -44,8 +44,8 @@ class FifoLock:
 
 
 class Holder:
-    """A batch runner shaped like stock_service/holds.py's: claim, wait, take late joiners,
-    decide and commit (here: block until told, for the first batch), release."""
+    """A batch runner shaped like stock_service/deduction/holds.py's: claim, wait, take late
+    joiners, decide and commit (here: block until told, for the first batch), release."""
 
     def __init__(self, lock: FifoLock, batch_max: int = 8) -> None:
         self.lock = lock

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.db import DatabaseTimeouts
-from shared.settings import PROGRAMS, Settings
+from shared.config.settings import PROGRAMS, Settings
+from shared.database.engines import DatabaseTimeouts
 
 DATABASE = "postgresql+psycopg://u@h/db"
 

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 from inventory.check.ledger_replay import BACKORDERED, FILLED, final_levels, read_ledger
 from inventory.check.locations import check_locations, read_places
-from stock_service.tables import metadata
+from stock_service.storage.tables import metadata
 
 NOW = datetime(2026, 11, 28)
 

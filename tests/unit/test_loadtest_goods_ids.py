@@ -9,7 +9,7 @@ import pytest
 
 from inventory.cli import main
 from inventory.loadtest.goods_ids import goods_ids, run_prefix, shortest
-from shared.schemas import IDENTIFIER_PATTERN
+from shared.web.schemas import IDENTIFIER_PATTERN
 
 
 @pytest.mark.parametrize("length", [24, 64])

@@ -1,6 +1,6 @@
 """The pure parts of a request's wait for a lock: the per-lock queue's bound and its bounded
-labels (stock_service/lock_queue.py), the caller's deadline read from its header
-(stock_service/caller_deadline.py), and what the order service makes of a batched call's
+labels (stock_service/deduction/lock_queue.py), the caller's deadline read from its header
+(stock_service/deduction/caller_deadline.py), and what the order service makes of a batched call's
 `not_attempted` (order_service/stock_answers.py)."""
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from order_service.stock_answers import UNKNOWN, StockAnswer, take_result
 from order_service.stock_batch import reduce_many
 from order_service.stock_client import StockClient
 from shared.contract import CALLER_TIMEOUT_HEADER
-from stock_service import caller_deadline
-from stock_service.lock_queue import OTHER, LockQueueFull, LockQueues, TopGoods
+from stock_service.deduction import caller_deadline
+from stock_service.deduction.lock_queue import OTHER, LockQueueFull, LockQueues, TopGoods
 
 
 class Key:

@@ -1,7 +1,7 @@
 """The threads the waiters of one stalled lock may take in a stock process
-(stock_service/lock_queue.py's thread bound) and where that bound comes from: half gunicorn's
-`--threads` (stock_service/server_threads.py). A waiting request holds its thread, and gunicorn's
-gthread worker queues every other request for a free one: past the bound, once the lock is
+(stock_service.deduction's lock_queue.py: its thread bound) and where that bound comes from:
+half gunicorn's `--threads` (server_threads.py there). A waiting request holds its thread,
+and gunicorn's gthread worker queues every other request for a free one: past the bound, once the lock is
 stalled, a newcomer's thread is refused at once (503, Retry-After) and the other goods ids keep
 the rest of the threads."""
 
@@ -13,8 +13,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from stock_service.lock_queue import LockQueueFull, LockQueues
-from stock_service.server_threads import gunicorn_threads, lock_wait_threads
+from stock_service.deduction.lock_queue import LockQueueFull, LockQueues
+from stock_service.deduction.server_threads import gunicorn_threads, lock_wait_threads
 
 STALLED_AFTER = 0.05  # the batch budget stand-in: a waiter this old marks its lock stalled
 

@@ -35,22 +35,23 @@ def test_each_action_names_a_function_that_exists(action: str, path: str) -> Non
 
 def test_resolve_fails_on_a_missing_function() -> None:
     with pytest.raises(AttributeError):
-        resolve("stock_service.store_write.StockWrite.no_such_method")
+        resolve("stock_service.storage.store.StockWrite.no_such_method")
 
 
 def test_the_map_covers_the_guards_the_model_removes() -> None:
     paths = set(ACTIONS.values())
     for guard in (
         # NO_FENCE, FENCE_LE_ONLY, FENCE_WITHOUT_SEQ
-        "stock_service.store_write.StockWrite.set_level_fenced",
-        "stock_service.store_write.StockWrite.add_flows",  # NO_UNIQUE_ROW
-        "stock_service.deduction.StockDeduction.flag_live",  # FLAG_ONLY
+        "stock_service.storage.store.StockWrite.set_level_fenced",
+        "stock_service.storage.store.StockWrite.add_flows",  # NO_UNIQUE_ROW
+        "stock_service.deduction.steps.StockDeduction.flag_live",  # FLAG_ONLY
         "order_service.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
-        "stock_service.store_write.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
-        "stock_service.store_write.StockWrite.mark_returned",  # the return's compare-and-set
-        "stock_service.deduction.StockDeduction.cancel",  # the stock side of a return
+        "stock_service.storage.store.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
+        # the return's compare-and-set
+        "stock_service.storage.store.StockWrite.mark_returned",
+        "stock_service.deduction.steps.StockDeduction.cancel",  # the stock side of a return
         "order_service.cancellation.Cancellation.cancel",  # the order side of a cancel
-        "stock_service.deduction.StockDeduction.adjust",  # ADJUST_UNFENCED: to the lock
+        "stock_service.deduction.steps.StockDeduction.adjust",  # ADJUST_UNFENCED: to the lock
         "stock_service.core.plan._adjust",  # CAS_IGNORES_EXPECTED
         "order_service.cancellation.Cancellation.expire",  # EXPIRY_NO_STATUS_CAS
         "order_service.store.OrderWrite.compare_and_set",  # EXPIRY_NO_STATUS_CAS
@@ -65,14 +66,15 @@ def test_the_backorders_map_covers_the_guards_its_model_removes() -> None:
     for guard in (
         # GATE_ONLY_CHANGED_LEVELS: every goods id the hold read meets the gate, and one its
         # plan leaves as it is (a refusal, a give-up of nothing) only moves the fence
-        "stock_service.decide._write_levels",
-        "stock_service.store_write.StockWrite.pass_gate",
-        "stock_service.store_write.StockWrite.set_level_fenced",  # BACKORDERS_NO_FENCE
-        "stock_service.decide.as_of_the_hold",  # CANCEL_READ_BEFORE_HOLD
+        "stock_service.deduction.decide._write_levels",
+        "stock_service.storage.store.StockWrite.pass_gate",
+        "stock_service.storage.store.StockWrite.set_level_fenced",  # BACKORDERS_NO_FENCE
+        "stock_service.deduction.decide.as_of_the_hold",  # CANCEL_READ_BEFORE_HOLD
         "stock_service.core.backorders.Backorders.serve",  # FILL_NEWEST
         "stock_service.core.backordering.serve_waiting",  # FILL_NOT_IN_COMMIT, NO_HANDOVER
-        "stock_service.backorder_store.write_backorders",  # the lines' compare-and-sets, owed
+        # the lines' compare-and-sets, owed
+        "stock_service.storage.backorder_store.write_backorders",
         "order_service.reservation_store.compare_and_set",  # STATE_NO_CAS, EXPIRY_NO_CAS
-        "stock_service.store_write.StockWrite.mark_returned",  # RETURN_NO_CAS
+        "stock_service.storage.store.StockWrite.mark_returned",  # RETURN_NO_CAS
     ):
         assert guard in paths, guard

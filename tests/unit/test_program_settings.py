@@ -1,5 +1,5 @@
-"""Settings per program (shared/program_settings.py): each program reads only its own variables,
-refuses only its own bad values, and its list covers every setting its code reads; and
+"""Settings per program (shared/config/program_settings.py): each program reads only its own
+variables, refuses only its own bad values, and its list covers every setting its code reads; and
 docs/configuration.md says, for each variable, which programs read it."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from shared.settings import PROGRAMS, Settings
+from shared.config.settings import PROGRAMS, Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = {
     "order service": "order_service.app",
     "stock service": "stock_service.app",
     "reconciler": "order_service.reconciler",
-    "relay": "stock_service.relay",
+    "relay": "stock_service.ledger.relay",
 }
 PRODUCT = ("order_service", "stock_service", "shared", "coordination")
 # What a method of Settings reads, for the code that calls the method.

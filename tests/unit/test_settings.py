@@ -1,6 +1,6 @@
 import pytest
 
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 
 def test_defaults_need_no_environment() -> None:

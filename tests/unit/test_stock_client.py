@@ -13,7 +13,7 @@ import order_service
 from order_service.retry import CallPolicy
 from order_service.stock_batch import body, cut, entry, reduce_many
 from order_service.stock_client import StockClient
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 
 def client_for(

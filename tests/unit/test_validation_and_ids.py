@@ -5,10 +5,10 @@ from pydantic import ValidationError
 
 from coordination.locks import lock_names
 from order_service.schemas import IdempotencyHeaders, order_body_model
-from shared.http_errors import ApiError
 from shared.ids import new_id
-from shared.schemas import IDENTIFIER_PATTERN, merge_lines, validation_message
-from stock_service.schemas import input_models
+from shared.web.http_errors import ApiError
+from shared.web.schemas import IDENTIFIER_PATTERN, merge_lines, validation_message
+from stock_service.api.schemas import input_models
 
 OrderBody = order_body_model(max_lines=3, max_quantity=10)
 STOCK = input_models(max_lines=3, max_quantity=10, max_stock_level=100)

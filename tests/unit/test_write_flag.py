@@ -10,7 +10,7 @@ from typing import Any
 import redis
 
 from order_service.flags import FlagWriter
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 FLAG_WRITE_SECONDS = Settings().flag_write_seconds
 

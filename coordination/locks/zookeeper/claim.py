@@ -3,7 +3,7 @@ predecessor (the article's "high-efficiency" lock, no herd effect), for several 
 
 Why not kazoo's Lock recipe: it queues on one path per instance, so holding n names costs n
 whole lock cycles one after another (create, getChildren, delete each), and its acquire cannot
-share a ZooKeeper transaction with anything. Combining (stock_service/deduction.py) holds the
+share a ZooKeeper transaction with anything. Combining (stock_service/deduction/steps.py) holds the
 names of a whole batch of deductions at once. Here a claim on n names is enqueued in one `multi`
 transaction (one node per name, all created atomically), their queues are read with pipelined
 getChildren, and they are released with one `multi` delete: two write transactions per hold,

@@ -18,10 +18,10 @@ from typing import Any
 from flask import Flask, Response, jsonify, request
 
 from inventory.bench.peer.store import place
-from shared.db import DatabaseUnavailable, make_engine
-from shared.schemas import IDENTIFIER_PATTERN
+from shared.database.engines import DatabaseUnavailable, make_engine
+from shared.web.schemas import IDENTIFIER_PATTERN
 
-MAX_LINES, MAX_QUANTITY = 100, 10_000  # the order service's defaults (shared/settings.py)
+MAX_LINES, MAX_QUANTITY = 100, 10_000  # the order service's defaults (shared/config/settings.py)
 _IDENTIFIER = re.compile(IDENTIFIER_PATTERN)
 _KEY = re.compile(r"^[\x20-\x7e]{1,128}$")
 

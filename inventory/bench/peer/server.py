@@ -13,7 +13,7 @@ import httpx
 from inventory.bench.peer.store import create_tables, set_stock
 from inventory.local import servers
 from inventory.local.gunicorn import gunicorn_argv
-from shared.db import make_engine
+from shared.database.engines import make_engine
 
 MODULE = "inventory.bench.peer.app"
 

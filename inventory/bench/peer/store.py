@@ -9,11 +9,11 @@ transaction (a FAILED order), so that a repeat of its key answers it too.
 Why it never oversells: on PostgreSQL (READ COMMITTED) an UPDATE that waited for another
 transaction's row lock evaluates its WHERE again on the row as that transaction committed it,
 so `num >= n` is always checked against the latest level, under the row lock; on SQLite a
-writing transaction starts with BEGIN IMMEDIATE (shared/db.py), so writers take turns. Lines
-are deducted in goods-id order, so two orders never wait for each other's rows in a circle.
+writing transaction starts with BEGIN IMMEDIATE (shared/database/engines.py), so writers take turns.
+Lines are deducted in goods-id order, so two orders never wait for each other's rows in a circle.
 Why it deducts once per key: the order row is inserted first, in the same transaction as the
-deduction, and its key is unique: a second insert of the key waits for the first transaction
-and then fails, or (after a rollback) takes its place.
+deduction, and its key is unique: a second insert of the key waits for the first transaction and
+then fails, or (after a rollback) takes its place.
 
 The tables are the peer's own (peer_*), beside the project's in the bench's database."""
 
@@ -27,7 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.exc import IntegrityError
 
-from shared.db import transaction, utcnow
+from shared.database.engines import transaction, utcnow
 from shared.ids import new_id
 
 CONFIRMED, FAILED = "CONFIRMED", "FAILED"

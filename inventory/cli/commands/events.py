@@ -12,7 +12,7 @@ from rich.console import Console
 from inventory.cli.errors import UsageError
 from inventory.cli.options import at_least
 from inventory.local import stack_state
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NAME = "events"
 SUMMARY = "tail the stock events (deducted, returned, adjusted, low/out of/back in stock)"

@@ -13,7 +13,7 @@ from rich.console import Console
 from inventory.cli.errors import UsageError
 from inventory.cli.options import at_least, between, ratio
 from inventory.local import homes, stack, stack_state
-from shared.settings import LOCK_BACKENDS, LOCK_SCOPES
+from shared.config.settings import LOCK_BACKENDS, LOCK_SCOPES
 
 if TYPE_CHECKING:
     from inventory.loadtest import LoadConfig

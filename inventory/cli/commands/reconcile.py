@@ -11,7 +11,7 @@ from inventory.cli.errors import UsageError
 from inventory.cli.options import positive_float
 from inventory.local import stack_state
 from inventory.local.databases import usable_url
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NAME = "reconcile"
 SUMMARY = "one pass by hand: settle every PENDING order from the stock database"

@@ -8,7 +8,7 @@ import argparse
 import os
 
 from inventory.local import stack_state
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NAME = "reconciler"
 SUMMARY = "reconciliation as a service: one elected leader reconciles, the others stand by"

@@ -1,5 +1,5 @@
 """`inventory relay`: one instance of the relay of stock events, until SIGTERM or ^C, with the
-running stack's settings: `python -m stock_service.relay` (the product's own entry point,
+running stack's settings: `python -m stock_service.ledger.relay` (the product's own entry point,
 configured by its environment alone) given the stack's environment."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import argparse
 import os
 
 from inventory.local import stack_state
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NAME = "relay"
 SUMMARY = "the stock events' relay: one elected leader publishes the outbox, the others stand by"
@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from shared.programs import run_singleton
-    from stock_service.relay import serve
+    from stock_service.ledger.relay import serve
 
     state = stack_state.load_state()
     settings = Settings.from_env({**(state.env() if state else {}), **os.environ}, NAME)

@@ -4,10 +4,10 @@ stored whole.
 MySQL's and MariaDB's default collations fold case and accents and pad trailing spaces, so two
 Idempotency-Keys that differ only in case (`K-1`, `k-1`) were one key of the unique index, and
 an order id or a user id looked up in another case was found. Every identifier and key column
-becomes binary and NO PAD there (shared/columns.py), as PostgreSQL and SQLite compare already.
-The foreign keys to orders.id and reservations.id join columns that change together: MariaDB
-changes neither side while the key exists (even with its checks off), so they are dropped for
-the ALTERs and made again after, by the names the database gave them.
+becomes binary and NO PAD there (shared/database/columns.py), as PostgreSQL and SQLite compare
+already. The foreign keys to orders.id and reservations.id join columns that change together:
+MariaDB changes neither side while the key exists (even with its checks off), so they are dropped
+for the ALTERs and made again after, by the names the database gave them.
 
 reservations.allocations (JSON of where each unit is) was TEXT, 64 KiB on MySQL and MariaDB:
 a hundred lines of 64-character goods ids each split over four 64-character locations is more.
@@ -80,7 +80,8 @@ def _foreign_keys(bind: sa.Connection) -> list[tuple[str, str, str, str, str]]:
 
 def exact_collation(dialect: Dialect) -> str:
     """Binary and NO PAD: MariaDB's utf8mb4_nopad_bin, MySQL 8's utf8mb4_0900_bin (as
-    shared.columns.exact_collation, which the tables declare; a migration stays as written)."""
+    shared.database.columns.exact_collation, which the tables declare; a migration stays as
+    written)."""
     if getattr(dialect, "is_mariadb", False):
         return "utf8mb4_nopad_bin"
     version = dialect.server_version_info or (8, 0, 17)

@@ -5,8 +5,8 @@ MySQL's and MariaDB's default collations fold case and accents and pad trailing 
 transfer whose reference differed from another's only in case missed the lookup of its id
 (a hash of the exact reference) and then hit the unique key on `reference`, and its hold
 re-planned until the lock was lost. Every identifier, reference and key column becomes binary
-and NO PAD there (shared/columns.py), as PostgreSQL and SQLite compare already; primary keys,
-unique keys and indexes are rebuilt by the ALTER with the columns.
+and NO PAD there (shared/database/columns.py), as PostgreSQL and SQLite compare already; primary
+keys, unique keys and indexes are rebuilt by the ALTER with the columns.
 
 stock_outbox.location and backorder_fill.location hold a split line's parts
 (`north:3,south:2`): varchar(200) refused four parts over 64-character locations, and the
@@ -72,7 +72,8 @@ def _null(nullable: bool) -> str:
 
 def exact_collation(dialect: Dialect) -> str:
     """Binary and NO PAD: MariaDB's utf8mb4_nopad_bin, MySQL 8's utf8mb4_0900_bin (as
-    shared.columns.exact_collation, which the tables declare; a migration stays as written)."""
+    shared.database.columns.exact_collation, which the tables declare; a migration stays as
+    written)."""
     if getattr(dialect, "is_mariadb", False):
         return "utf8mb4_nopad_bin"
     version = dialect.server_version_info or (8, 0, 17)
