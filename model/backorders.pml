@@ -44,7 +44,7 @@
    waits (any waiting line can take an arriving unit). At the end: the same, and no unit on
    hand while a line waits.
 
-   The reservations world (-DRESERVATIONS), order_service/reservation_store.py: a reservation is
+   The reservations world (-DRESERVATIONS), order_service/reservations/store.py: a reservation is
    a row of the order database whose id is its stock flag, deducted (held) when it was made:
    - one goods id, level 3; the reservation holds 2 (its flag deducted: level 1), state `held`,
      with a deadline: one bit, past expires_at by the order database's clock, turning at any

@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 import order_service
 import stock_service
 from coordination.locks import LockBackend
-from order_service.tables import order_details, orders
+from order_service.storage.tables import order_details, orders
 from shared.faults import Faults
 from shared.settings import Settings
 from stock_service.tables import stock, stock_flow

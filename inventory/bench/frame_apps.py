@@ -14,7 +14,7 @@ from typing import Any
 from apiflask import APIBlueprint
 from flask import Flask, Response, jsonify, request
 
-from order_service.schemas import IdempotencyHeaders, order_body_model
+from order_service.api.schemas import IdempotencyHeaders, order_body_model
 from shared.api_app import make_api_app
 from shared.http_errors import register_error_handlers
 from shared.json_only import install_bodyless_post_rule

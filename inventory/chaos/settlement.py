@@ -10,8 +10,8 @@ import time
 from sqlalchemy import Engine, Select, func, select
 
 from inventory.chaos import checker
-from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
-from order_service.tables import order_details, orders
+from order_service.core.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
+from order_service.storage.tables import order_details, orders
 from shared.db import utcnow
 
 

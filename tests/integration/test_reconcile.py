@@ -11,11 +11,11 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service import transitions
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.tables import orders
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
+from order_service.storage import transitions
+from order_service.storage.tables import orders
 from shared.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services

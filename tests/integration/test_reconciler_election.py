@@ -17,11 +17,11 @@ import pytest
 import sqlalchemy as sa
 
 from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
-from order_service import transitions
-from order_service.reconciler import serve
-from order_service.statements import FENCE_READ
-from order_service.store import OrderStore
-from order_service.transitions import Fence, Superseded
+from order_service.settling.reconciler import serve
+from order_service.storage import transitions
+from order_service.storage.statements import FENCE_READ
+from order_service.storage.store import OrderStore
+from order_service.storage.transitions import Fence, Superseded
 from shared.db import make_engine
 from shared.settings import Settings
 from tests.conftest import unique

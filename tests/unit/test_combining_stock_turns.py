@@ -1,4 +1,4 @@
-"""The order service's two groups (order_service/stock_turn.py): a batch in its stock call lets
+"""The order service's two groups (order_service/placing/turn.py): a batch in its stock call lets
 the next batch form, one batch of a process in a stock call at a time, and one in trouble gives
 its turn up so that batches run side by side."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from order_service.stock_turn import StockTurns
+from order_service.placing.turn import StockTurns
 
 
 def test_a_batch_lets_the_next_form_while_it_calls_and_the_next_calls_after_it() -> None:

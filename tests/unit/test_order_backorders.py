@@ -1,5 +1,5 @@
-"""The order side of backorders, pure (order_service/backorders.py, fills.py) and at the edge of
-the stock calls: what genOrder's `fill: backorder` becomes, what the stock service is sent, and
+"""The order side of backorders, pure (order_service/core/backorders.py, fills.py) and at the edge
+of the stock calls: what genOrder's `fill: backorder` becomes, what the stock service is sent, and
 what its answers (reduceStock's `backordered`, GET /flags' `backorders`) make of an order."""
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ from datetime import datetime
 import httpx
 import pytest
 
-from order_service.backorders import backordered_of, settled
-from order_service.fills import ALL, BadFill, Fill, fill_of
-from order_service.model import BACKORDERED, CONFIRMED, FAILED, OrderRequest, OrderRow
-from order_service.retry import CallPolicy
-from order_service.settlement import decided_fill, decided_status
-from order_service.stock_answers import StockAnswer, StockDecision, take_result
-from order_service.stock_batch import entry
-from order_service.stock_client import StockClient
+from order_service.core.backorders import backordered_of, settled
+from order_service.core.fills import ALL, BadFill, Fill, fill_of
+from order_service.core.model import BACKORDERED, CONFIRMED, FAILED, OrderRequest, OrderRow
+from order_service.placing.answers import StockAnswer, StockDecision, take_result
+from order_service.placing.batch_call import entry
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.placing.settlement import decided_fill, decided_status
 
 BACKORDER = Fill(backorder=True)
 

@@ -1,4 +1,4 @@
-"""The order side of partial fill and named locations, pure (order_service/fills.py) and at the
+"""The order side of partial fill and named locations, pure (order_service/core/fills.py) and at the
 edge of the stock calls: what genOrder's `fill` and `items[].location` become, what the stock
 service is sent (an ordinary order's request byte for byte what it always was), and how a
 deducted flag's flows confirm an order. httpx.MockTransport stands in for the stock service."""
@@ -13,13 +13,21 @@ from datetime import datetime
 import httpx
 import pytest
 
-from order_service.fills import ALL, BadFill, Fill, Filled, allocations_from, fill_of, filled_from
-from order_service.model import CONFIRMED, FAILED, PENDING, OrderRequest, OrderRow
-from order_service.retry import CallPolicy
-from order_service.settlement import decided_status
-from order_service.stock_answers import REJECTED, StockAnswer, StockDecision, take_result
-from order_service.stock_batch import entry, reduce_many
-from order_service.stock_client import StockClient
+from order_service.core.fills import (
+    ALL,
+    BadFill,
+    Fill,
+    Filled,
+    allocations_from,
+    fill_of,
+    filled_from,
+)
+from order_service.core.model import CONFIRMED, FAILED, PENDING, OrderRequest, OrderRow
+from order_service.placing.answers import REJECTED, StockAnswer, StockDecision, take_result
+from order_service.placing.batch_call import entry, reduce_many
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.placing.settlement import decided_status
 
 PARTIAL = Fill(partial=True)
 NORTH = Fill(locations={"a": "north"})
