@@ -41,7 +41,7 @@ ACTIONS: dict[str, str] = {
     "finish: compare-and-set from PENDING, answer from the row": (
         "order_service.storage.transitions.finish"
     ),
-    "a decision becomes a status": "order_service.placing.settlement.decided_status",
+    "a decision becomes a status": "order_service.core.fills.FillPolicy.decided",
     "pay a hold": "order_service.storage.transitions.pay",
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
         "stock_service.store_write.StockWrite.add_decisions"

@@ -706,7 +706,7 @@ inline give_back(me) {
     }
 }
 
-/* A genOrder carrying the reservation id (reservation_orders.py): the route's read, then the
+/* A genOrder carrying the reservation id (order_service/reservations/orders.py): the route's read, then the
    compare-and-set held -> consumed before the deadline and the order, one transaction. A
    repeat of its key (the other attempt) answers the order the key made. */
 proctype gen_order(byte me) {
@@ -772,7 +772,7 @@ proctype delete(byte me) {
     }
 }
 
-/* The elected reconciler (reservation_passes.py): passes while there is work, each expiring a
+/* The elected reconciler (order_service/settling/reservations.py): passes while there is work, each expiring a
    held reservation past its deadline (the compare-and-set, then the return) and asking the
    return again of a released or expired one whose units are not back. */
 proctype reconciler(byte me) {

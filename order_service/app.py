@@ -7,19 +7,16 @@ import logging
 import httpx
 from flask import Flask
 
-from order_service.api.dashboard import dashboard_bp
-from order_service.api.deps import OrderDeps
-from order_service.api.reservations import reservation_routes
-from order_service.api.routes import order_routes
-from order_service.placing.batching import OrderBatches
-from order_service.placing.cancellation import Cancellation
-from order_service.placing.client import StockClient
-from order_service.placing.flags import FlagWriter
-from order_service.placing.flow import OrderFlow
-from order_service.placing.retry import CallPolicy
-from order_service.reservations.holds import Reservations
-from order_service.reservations.orders import ReservationOrders
-from order_service.reservations.store import ReservationStore
+from order_service.api import OrderDeps, dashboard_bp, order_routes, reservation_routes
+from order_service.placing import (
+    CallPolicy,
+    Cancellation,
+    FlagWriter,
+    OrderBatches,
+    OrderFlow,
+    StockClient,
+)
+from order_service.reservations import ReservationOrders, Reservations, ReservationStore
 from order_service.storage.store import OrderStore
 from shared.api_app import make_api_app
 from shared.db import DatabaseTimeouts, make_engine

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from order_service.core.model import INSUFFICIENT_STOCK
+from order_service.core.statuses import INSUFFICIENT_STOCK
 
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
 

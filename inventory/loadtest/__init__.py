@@ -18,7 +18,7 @@ from inventory.check.events_source import check_stack_events, relays_of
 from inventory.loadtest.buyers import Attempt, LoadConfig, LoadResult, drive, plan_orders
 from inventory.loadtest.report import print_summary, print_violations, write_report
 from inventory.local.stack_state import StackState
-from order_service.core.model import AWAITING_PAYMENT, CANCELLING, PENDING
+from order_service.core.statuses import AWAITING_PAYMENT, CANCELLING, PENDING
 from order_service.storage.tables import order_details, orders
 from shared.db import make_engine, utcnow
 

@@ -7,16 +7,16 @@ from typing import Any
 
 from flask import Response, jsonify
 
-from order_service.core.model import (
+from order_service.core.model import Placement
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     BACKORDERED,
     CANCELLED,
     CANCELLING,
     CONFIRMED,
     FAILED,
-    Placement,
 )
-from order_service.placing.cancellation import Outcome
+from order_service.placing import Outcome
 
 # The article's field, by status; PENDING and CANCELLING are "pending". A BACKORDERED order is
 # placed (its units owed are its own, in line): a success, as a hold is.

@@ -7,11 +7,8 @@ from dataclasses import dataclass
 import redis
 from sqlalchemy import Engine
 
-from order_service.placing.cancellation import Cancellation
-from order_service.placing.client import StockClient
-from order_service.placing.flow import OrderFlow
-from order_service.reservations.holds import Reservations
-from order_service.reservations.orders import ReservationOrders
+from order_service.placing import Cancellation, OrderFlow, StockClient
+from order_service.reservations import ReservationOrders, Reservations
 from order_service.storage.store import OrderStore
 from shared.health import database_ok, redis_ok
 from shared.settings import Settings

@@ -22,16 +22,19 @@ from order_service.api.reservation_schemas import (
     ttl_of,
 )
 from order_service.core.fills import BadFill, fill_of
-from order_service.core.model import (
-    INSUFFICIENT_STOCK,
-    IdempotencyKeyReused,
-    OrderRequest,
-    Placement,
-    StockRejected,
+from order_service.core.model import IdempotencyKeyReused, OrderRequest, Placement, StockRejected
+from order_service.core.statuses import INSUFFICIENT_STOCK
+from order_service.reservations import (
+    CONSUMED,
+    FAILED,
+    HELD,
+    PENDING,
+    Reservation,
+    ReservationMismatch,
+    ReservationRefused,
+    Reserved,
+    UnknownReservation,
 )
-from order_service.reservations.holds import Reserved, UnknownReservation
-from order_service.reservations.orders import ReservationMismatch, ReservationRefused
-from order_service.reservations.store import CONSUMED, FAILED, HELD, PENDING, Reservation
 from shared.api_app import answers
 from shared.http_errors import ApiError
 from shared.schemas import BODY_TOO_LARGE, ErrorBody, merge_lines

@@ -25,13 +25,8 @@ from order_service.api.schemas import (
     order_body_model,
 )
 from order_service.core.fills import BadFill, fill_of
-from order_service.core.model import (
-    IdempotencyKeyReused,
-    OrderRemoved,
-    OrderRequest,
-    StockRejected,
-)
-from order_service.placing.cancellation import Outcome, UnknownOrder
+from order_service.core.model import IdempotencyKeyReused, OrderRemoved, OrderRequest, StockRejected
+from order_service.placing import Outcome, UnknownOrder
 from shared.api_app import answers
 from shared.health import add_health_route
 from shared.http_errors import ApiError

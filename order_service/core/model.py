@@ -1,19 +1,6 @@
-"""What an order is, with no database and no HTTP: its statuses, the reasons it records, the
-rows a repository returns, a request to place one and what placing it came to.
-
-    PENDING --(the stock database decided)--> CONFIRMED | FAILED
-       |                                  \\-> AWAITING_PAYMENT (a hold) --pay--> CONFIRMED
-       |                                  |                   \\--expired--> CANCELLING
-       |                                  \\-> BACKORDERED (fill=backorder, units owed)
-       |                                        --every line filled (the reconciler)--> CONFIRMED
-       \\--cancel--> CANCELLING --(its stock returned, or its flag voided)--> CANCELLED
-    CONFIRMED, AWAITING_PAYMENT and BACKORDERED --cancel--> CANCELLING
-    (nothing) --cancel by key--> CANCELLED (a tombstone: a later genOrder under the key is
-                                  answered CANCELLED)
-
-Every move is a compare-and-set on the status (order_service/storage/store.py, `move`): of two
-writers that race (a pay and an expiry, a request and the reconciler), exactly one moves the order,
-and the other is told what the order became.
+"""What an order is, with no database and no HTTP: the rows a repository returns, a request to
+place one and what placing it came to (its statuses and reasons: statuses.py; what its fill
+makes of a stock answer: fills.py).
 """
 
 from __future__ import annotations
@@ -23,41 +10,11 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import Any
 
 from order_service.core.fills import ALL, Fill, Filled, answer_fields, items_json, owed_json
-
-PENDING, CONFIRMED, FAILED = "PENDING", "CONFIRMED", "FAILED"
-AWAITING_PAYMENT = "AWAITING_PAYMENT"  # deducted and held, until paid or expired
-CANCELLING = "CANCELLING"  # a cancel decided; its stock is being returned
-CANCELLED = "CANCELLED"  # its stock returned (or its flag voided: nothing was deducted)
-# Placed with fill=backorder: what was on hand taken, the rest owed, its lines waiting in line
-# for units (docs/backorders.md); CONFIRMED once every line is filled (order_service/
-# settling/backorders.py). Its flows are only what was on hand: the rest comes as the stock
-# service's hand-overs (backorder_filled), so it is in neither HOLDING nor PENDING.
-BACKORDERED = "BACKORDERED"
-# The orders holding stock, whose cancel returns it (their flows are their lines).
-HOLDING = (CONFIRMED, AWAITING_PAYMENT)
-# The orders a cancel moves to CANCELLING (a BACKORDERED one gives back what it took and was
-# handed, and gives up its place in line).
-CANCELLABLE = (PENDING, *HOLDING, BACKORDERED)
-
-# The reasons an order records, each a code, then ": " and a detail where there is one. A
-# FAILED order's reason is one of the first three: each is a decision of the stock database
-# (or no stock call at all), so no FAILED order can ever get flows.
-INSUFFICIENT_STOCK = "insufficient_stock"  # refused for lack of stock (exactly this text)
-VOIDED = "voided"  # the stock service could not be reached, then the flag was voided
-REDIS_UNAVAILABLE = "redis_unavailable"  # no flag written, no stock call made
-REJECTED = "rejected"  # the stock service refused the request itself (unknown goods)
-OUTCOME_UNKNOWN = "outcome_unknown"  # PENDING: the reconciler settles it
-RECONCILED = "reconciled"  # settled by the reconciler from the stock database's decision
-CANCELLED_BY_BUYER = "cancelled: by the buyer"
-HOLD_EXPIRED = "cancelled: the hold expired unpaid"
-# A cancel by Idempotency-Key that came before its order: a tombstone under the key, so the
-# genOrder that arrives later is answered CANCELLED and deducts nothing.
-CANCELLED_BEFORE_PLACED = "cancelled: by the buyer, before the order was placed"
-# A BACKORDERED order confirmed by the elected reconciler: every line filled.
-BACKORDER_FILLED = "backorder_filled: every line filled"
+from order_service.core.statuses import BACKORDERED, CANCELLED, FAILED, deducted_status
 
 
 @dataclass(frozen=True)
@@ -139,17 +96,11 @@ class OrderRequest:
     @property
     def confirmed(self) -> str:
         """The status of this order once its stock is deducted."""
-        return AWAITING_PAYMENT if self.pay_within else CONFIRMED
+        return deducted_status(self.pay_within)
 
-    def answer_fields(self, status: str, filled: Filled | None) -> dict[str, Any]:
-        """What genOrder's answer adds for it, in `status`: nothing for a plain order taken
-        from `default` (order_service/core/fills.py)."""
-        units: Mapping[str, int | None] = filled.lines if filled is not None else {}
-        allocations = filled.allocations if filled is not None else ()
-        failed, owing = status == FAILED, status == BACKORDERED
-        return answer_fields(self.lines, self.fill, units, allocations, failed, owing)
-
+    @cached_property
     def fingerprint(self) -> str:
+        """What an Idempotency-Key's repeat must ask again, hashed (computed once)."""
         fields: dict[str, object] = {"userId": self.user_id, "lines": self.lines}
         if self.pay_within:
             fields["payWithin"] = self.pay_within

@@ -3,7 +3,8 @@ result, and for those whose outcome is known the finish its row is moved to; pur
 
 - insufficient, voided, cancelled meanwhile: FAILED with its reason;
 - deducted with its rows: CONFIRMED (or AWAITING_PAYMENT, a hold), with what it filled;
-- backordered with its lines: BACKORDERED, what was on hand taken and the rest owed;
+  backordered with its lines: BACKORDERED, what was on hand taken and the rest owed (each as
+  the order's fill policy reads the answer: core/fills.py);
 - rejected (the stock service knows none of some of its own goods ids): Rejected;
 - anything else (no answer, a duplicate without rows, not attempted): Unclear, for its own
   request's thread (order_service/placing/flow.py) to learn or to send again alone."""
@@ -13,16 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from order_service.core.backorders import backordered
-from order_service.core.fills import filled_of
-from order_service.core.model import (
-    BACKORDERED,
-    FAILED,
-    INSUFFICIENT_STOCK,
-    VOIDED,
-    OrderRequest,
-    OrderState,
-)
+from order_service.core.model import OrderState
+from order_service.core.statuses import CONFIRMED, FAILED, INSUFFICIENT_STOCK, VOIDED
 from order_service.placing.client import StockAnswer
 from order_service.storage.fill_store import Confirmed
 from order_service.storage.transitions import Finish, NewOrder
@@ -65,9 +58,7 @@ BatchResult = Placed | Unclear | Rejected | KeyTaken
 
 
 def concluded(
-    orders: list[NewOrder],
-    requests: Mapping[str, OrderRequest],
-    answers: Mapping[str, StockAnswer],
+    orders: list[NewOrder], answers: Mapping[str, StockAnswer]
 ) -> tuple[list[Finish], dict[str, BatchResult]]:
     """The finishes of the orders whose outcome the answers tell, and the results of the
     others."""
@@ -75,7 +66,6 @@ def concluded(
     results: dict[str, BatchResult] = {}
     for order in orders:
         answer = answers[order.order_id]
-        request = requests[order.order_id]
         if answer.outcome == Outcome.INSUFFICIENT:
             shortfalls = tuple(_shortfalls(answer))
             finishes.append(Finish(order.order_id, FAILED, INSUFFICIENT_STOCK, shortfalls))
@@ -84,36 +74,24 @@ def concluded(
             finishes.append(Finish(order.order_id, FAILED, why))
         elif answer.outcome == Outcome.CANCELLED:  # cancelled meanwhile; the row says so
             finishes.append(Finish(order.order_id, FAILED, f"{VOIDED}: cancelled meanwhile"))
-        elif answer.outcome == Outcome.DEDUCTED and (filled := deducted(order, answer)):
+        elif settled := order.fill.policy.answered(order.lines, answer.outcome, answer.body):
+            # deducted with its rows, or backordered: what was on hand taken, the rest owed
+            status = order.confirmed if settled.status == CONFIRMED else settled.status
+            filled = Confirmed(order.order_id, settled.filled, lines=not order.fill.plain)
             finishes.append(
                 Finish(
                     order.order_id,
-                    request.confirmed,
-                    shortfalls=tuple(filled.filled.shortfalls(order.lines)),
-                    hold_for=request.pay_within,
+                    status,
+                    shortfalls=settled.shortfalls,
+                    hold_for=order.pay_within,
                     confirmed=filled,
                 )
             )
-        elif answer.outcome == Outcome.BACKORDERED and (
-            owing := backordered(order.order_id, order.lines, answer.body)
-        ):  # what was on hand taken, the rest owed: its line waits (core/backorders.py)
-            finishes.append(Finish(order.order_id, BACKORDERED, confirmed=owing))
         elif answer.outcome == "rejected":
             results[order.order_id] = Rejected(answer)
         else:
             results[order.order_id] = Unclear(answer, len(orders))
     return finishes, results
-
-
-def deducted(order: NewOrder, answer: StockAnswer) -> Confirmed | None:
-    """What a `deducted` answer filled of the order, from the flow rows it says its commit
-    wrote (all or nothing: exactly its lines; partial: some of each, some none) and the
-    allocations it answered; None when it carries no rows, or rows that are not its lines."""
-    body = answer.body if isinstance(answer.body, dict) else {}
-    filled = filled_of(order.lines, order.fill, body.get("flows"), body)
-    if filled is None:
-        return None
-    return Confirmed(order.order_id, filled, lines=not order.fill.plain)
 
 
 def _shortfalls(answer: StockAnswer) -> list[dict[str, object]]:

@@ -30,12 +30,7 @@ from sqlalchemy.exc import IntegrityError
 
 from coordination.combining import BatchHandle, Combiner
 from order_service.core.fills import ALL, Fill
-from order_service.core.model import (
-    OUTCOME_UNKNOWN,
-    PENDING,
-    REDIS_UNAVAILABLE,
-    OrderRequest,
-)
+from order_service.core.statuses import OUTCOME_UNKNOWN, PENDING, REDIS_UNAVAILABLE
 from order_service.placing.batch_call import reduce_many
 from order_service.placing.batch_results import BatchResult, KeyTaken, Placed, concluded
 from order_service.placing.client import StockAnswer, StockClient
@@ -51,7 +46,7 @@ from shared.settings import FLAG_WRITES
 log = logging.getLogger(__name__)
 LANE = "orders"  # one lane per process: a batch takes whatever queued behind the one before
 
-Item = tuple[NewOrder, OrderRequest]
+Item = NewOrder
 
 
 class OrderBatches:
@@ -71,23 +66,22 @@ class OrderBatches:
             self.run_batch, batch_max, companion_wait
         )
 
-    def submit(self, order: NewOrder, request: OrderRequest, patience: float) -> BatchResult:
+    def submit(self, order: NewOrder, patience: float) -> BatchResult:
         """Place one order in the next batch; LockTimeout (nothing written) if it queued for
         longer than `patience` seconds."""
-        return self.combiner.submit(LANE, (order, request), patience)
+        return self.combiner.submit(LANE, order, patience)
 
     def run_batch(
         self, _key: Hashable, items: Sequence[Item], handle: BatchHandle[Item, BatchResult]
     ) -> list[BatchResult]:
         """One batch; the next forms during its stock call (placing/turn.py), and in trouble (a
         flag write or a stock call to try again) batches run side by side."""
-        orders = [order for order, _ in items]
+        orders = list(items)
         ORDER_BATCH_SIZE.observe(len(orders))
         created, taken = self.create(orders)
         results: dict[str, BatchResult] = {o.order_id: KeyTaken() for o in taken}
         if created:
-            requests = {order.order_id: request for order, request in items}
-            results.update(self.place(created, requests, handle.detach))
+            results.update(self.place(created, handle.detach))
         return [results[order.order_id] for order in orders]
 
     def create(self, orders: list[NewOrder]) -> tuple[list[NewOrder], list[NewOrder]]:
@@ -115,7 +109,6 @@ class OrderBatches:
     def place(
         self,
         orders: list[NewOrder],
-        requests: dict[str, OrderRequest],
         in_trouble: Callable[[], None] = lambda: None,
     ) -> dict[str, BatchResult]:
         """Steps 4-7 for orders written PENDING: their flags, the stock call, the finish."""
@@ -130,9 +123,9 @@ class OrderBatches:
         fills = {order.order_id: order.fill for order in orders if not order.fill.plain}
         with self.turns.taken(in_trouble) as in_trouble_calling:  # two groups: placing/turn.py
             answers = self.call_stock(wanted, in_trouble_calling, holds, fills)
-        return self.conclude(orders, requests, answers)
+        return self.conclude(orders, answers)
 
-    def place_alone(self, order: NewOrder, request: OrderRequest) -> BatchResult:
+    def place_alone(self, order: NewOrder) -> BatchResult:
         """An order its batch's call answered `not_attempted` (its lock not had within the
         call's budget): sent again alone, on the article's route, in its own request's thread
         (its order and flag are written already), which waits for its lock as long as a lone
@@ -140,17 +133,14 @@ class OrderBatches:
         fill = {order.order_id: order.fill} if not order.fill.plain else {}
         holds = frozenset({order.order_id}) if order.pay_within else frozenset()
         answers = self.call_stock({order.order_id: order.lines}, holds=holds, fills=fill)
-        return self.conclude([order], {order.order_id: request}, answers)[order.order_id]
+        return self.conclude([order], answers)[order.order_id]
 
     def conclude(
-        self,
-        orders: list[NewOrder],
-        requests: Mapping[str, OrderRequest],
-        answers: Mapping[str, StockAnswer],
+        self, orders: list[NewOrder], answers: Mapping[str, StockAnswer]
     ) -> dict[str, BatchResult]:
         """Step 7: what each answer makes of its order, the known outcomes finished in one
         transaction (placing/batch_results.py)."""
-        finishes, results = concluded(orders, requests, answers)
+        finishes, results = concluded(orders, answers)
         results.update(self.finish(finishes, batch=len(orders)))
         return results
 

@@ -36,7 +36,8 @@ from typing import TypeVar
 
 from sqlalchemy.exc import IntegrityError
 
-from order_service.core.model import (
+from order_service.core.model import OrderState
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     CANCELLABLE,
     CANCELLED,
@@ -46,7 +47,6 @@ from order_service.core.model import (
     FAILED,
     HOLD_EXPIRED,
     PENDING,
-    OrderState,
 )
 from order_service.placing.client import StockClient
 from order_service.storage import transitions

@@ -15,7 +15,7 @@ What each answer of the stock service makes of the order:
   request's thread, so it never holds its batch's other orders up.
 - duplicate (deducted by another attempt), or deducted without its rows: the polls read the
   flow, the article's way, and the order is CONFIRMED.
-- backordered (fill=backorder): BACKORDERED with each line's units taken (core/backorders.py);
+- backordered (fill=backorder): BACKORDERED with each line's units taken (core/fills.py);
   owed units are in no flow, so its slow path polls the decision (GET /flags), not the flow.
 - insufficient, voided: the stock database's decision, recorded before the answer, that
   nothing was and nothing ever will be deducted (a late attempt finds it): FAILED at once, and
@@ -49,14 +49,8 @@ from typing import Any
 import redis
 
 from coordination.locks import LockTimeout
-from order_service.core.fills import Filled
+from order_service.core.fills import Settled
 from order_service.core.model import (
-    BACKORDERED,
-    CONFIRMED,
-    FAILED,
-    OUTCOME_UNKNOWN,
-    PENDING,
-    REJECTED,
     IdempotencyKeyReused,
     OrderRemoved,
     OrderRequest,
@@ -64,16 +58,23 @@ from order_service.core.model import (
     Placement,
     StockRejected,
 )
-from order_service.placing import settlement
+from order_service.core.statuses import (
+    BACKORDERED,
+    CONFIRMED,
+    FAILED,
+    OUTCOME_UNKNOWN,
+    PENDING,
+    REJECTED,
+)
 from order_service.placing.answers import UNKNOWN
 from order_service.placing.batch_results import KeyTaken, Placed, Rejected, Unclear
 from order_service.placing.batching import OrderBatches
-from order_service.placing.client import StockAnswer, StockClient
+from order_service.placing.client import StockAnswer, StockClient, StockDecision
 from order_service.storage import transitions
 from order_service.storage.fill_store import Confirmed
 from order_service.storage.store import OrderStore
-from order_service.storage.transitions import NewOrder
-from shared.contract import Outcome
+from order_service.storage.transitions import Finish, NewOrder
+from shared.contract import Decided, Outcome
 from shared.ids import new_id
 from shared.logs import log_context
 from shared.metrics import CONFIRMATION_POLLS, ORDERS
@@ -110,7 +111,7 @@ class OrderFlow:
         self.sleep = sleep
 
     def place(self, request: OrderRequest, idempotency_key: str | None) -> Placement:
-        fingerprint = request.fingerprint() if idempotency_key else None
+        fingerprint = request.fingerprint if idempotency_key else None
         if idempotency_key:
             existing = self.store.by_idempotency_key(idempotency_key)
             if existing is not None:
@@ -128,11 +129,11 @@ class OrderFlow:
             request.fill,
         )
         try:
-            result = self.batches.submit(new, request, self.queue_patience)
+            result = self.batches.submit(new, self.queue_patience)
         except LockTimeout as exc:  # queued past its patience: nothing was written
             raise OrdersBusy(str(exc)) from exc
         if isinstance(result, Unclear) and result.answer.not_attempted:
-            result = self.batches.place_alone(new, request)  # never held its batch up
+            result = self.batches.place_alone(new)  # never held its batch up
         if isinstance(result, KeyTaken):
             # Two submits with one key raced, or the key was cancelled before: the unique key
             # let exactly one row through. Gone since: that order was rejected and removed.
@@ -143,7 +144,7 @@ class OrderFlow:
         if isinstance(result, Placed):
             shortfalls = list(result.shortfalls)
             filled = result.confirmed.filled if result.confirmed else None
-            fields = request.answer_fields(result.order.status, filled)
+            fields = request.fill.answer_fields(request.lines, result.order.status, filled)
             return Placement(
                 result.order, False, result.unavailable, shortfalls, result.batch, fields
             )
@@ -157,10 +158,11 @@ class OrderFlow:
         return replace(placement, fields=row.answer_fields()) if row else placement
 
     def slow_path(self, order_id: str, request: OrderRequest, answer: StockAnswer) -> Placement:
-        """The outcome the batch could not learn: its flows (a backorder's decision) polled."""
+        """The outcome the batch could not learn: its flows polled (the decision, for a fill
+        that may owe units: those are in no flow)."""
         # Every attempt answered, none deducting (a call refused whole): no flow to wait for.
         may_commit = answer.outcome != UNKNOWN or answer.uncertain
-        if request.fill.backorder:
+        if request.fill.policy.owes:
             waits = self.confirm_backoff if may_commit else ()
             return self.settle_unknown(order_id, request, answer, waits)
         if may_commit:
@@ -168,11 +170,9 @@ class OrderFlow:
             if flows and request.fill.plain:
                 return self.confirm(order_id, request)
             if flows:
-                filled = settlement.filled_after_polls(
-                    self.stock, order_id, request.lines, request.fill, flows
-                )
-                if filled is not None:
-                    return self.confirm(order_id, request, filled)
+                settled = self.filled_after_polls(order_id, request, flows)
+                if settled is not None:
+                    return self.confirm(order_id, request, settled)
         return self.settle_unknown(order_id, request, answer)
 
     def poll_flows(self, order_id: str) -> list[dict[str, Any]] | None:
@@ -189,6 +189,29 @@ class OrderFlow:
             flows = latest if latest is not None else flows
         return flows
 
+    def filled_after_polls(
+        self, order_id: str, request: OrderRequest, flows: list[dict[str, Any]]
+    ) -> Settled | None:
+        """What the polled flows of an order that asked for a fill or a location filled, and
+        where from, as the stock database's decision (GET /flags) says; the flows alone when it
+        does not answer. None: they are not a deduction of its lines (never guessed)."""
+        decision = self.stock.decision(order_id)
+        policy = request.fill.policy
+        if decision is not None and decision.outcome == Decided.DEDUCTED:
+            return policy.deducted(request.lines, decision.flows, decision.body)
+        return policy.deducted(request.lines, flows)
+
+    def decision_after_polls(self, order_id: str, waits: Sequence[float]) -> StockDecision | None:
+        """The stock database's decision, asked at once and again after each wait while it has
+        none (an attempt that had no answer may still commit); None: it never answered."""
+        decision = self.stock.decision(order_id)
+        for delay in waits:
+            if decision is not None and decision.outcome is not None:
+                break
+            self.sleep(delay)
+            decision = self.stock.decision(order_id) or decision
+        return decision
+
     def settle_unknown(
         self,
         order_id: str,
@@ -197,25 +220,24 @@ class OrderFlow:
         waits: Sequence[float] = (),
     ) -> Placement:
         """No flow after the polls: ask the stock database what it decided, changing nothing.
-        Decided, its decision is final. Undecided (the deduction could not run: no lock
-        quorum, the stock service unreachable), or no answer: the order stays PENDING, and
-        the elected reconciler deducts again under the same flag once the dependency is back,
-        voiding it only after RECONCILE_VOID_AFTER: a fault healed within that bound loses no
-        sale (before, the order was voided here, with the stock on the shelf). `waits`: asked
-        again after each while undecided."""
+        Decided, its decision is final, as the order's fill policy reads it. Undecided (the
+        deduction could not run: no lock quorum, the stock service unreachable), or no answer:
+        the order stays PENDING, and the elected reconciler deducts again under the same flag
+        once the dependency is back, voiding it only after RECONCILE_VOID_AFTER: a fault healed
+        within that bound loses no sale (before, the order was voided here, with the stock on
+        the shelf). `waits`: asked again after each while undecided."""
         why = answer.error or f"the stock service answered {answer.outcome}"
         unavailable = "redis" if answer.outcome == Outcome.UNKNOWN_FLAG else STOCK_SERVICE
-        decision = settlement.decision_after_polls(self.stock, order_id, waits, self.sleep)
+        decision = self.decision_after_polls(order_id, waits)
         if decision is None or decision.outcome is None:
             return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, why, unavailable=unavailable)
-        fill = request.fill
-        status = settlement.decided_status(decision, request.lines, fill.partial, fill.backorder)
-        if status in (CONFIRMED, BACKORDERED):
-            filled = settlement.decided_fill(decision, request.lines, fill)
-            return self.confirm(order_id, request, filled, status)
-        if status == FAILED:
-            code = settlement.failed_because(decision)
-            return self.finish(order_id, FAILED, code, why, unavailable=unavailable)
+        settled = request.fill.policy.decided(
+            request.lines, decision.outcome, decision.flows, decision.body
+        )
+        if settled is not None and settled.status in (CONFIRMED, BACKORDERED):
+            return self.confirm(order_id, request, settled)
+        if settled is not None and settled.status == FAILED:
+            return self.finish(order_id, FAILED, settled.code, why, unavailable=unavailable)
         # Flows that are not this order's lines: never guessed; left for a person.
         detail = f"flows {decision.deducted_lines()} differ from the order's lines"
         return self.finish(order_id, PENDING, OUTCOME_UNKNOWN, detail, unavailable=unavailable)
@@ -233,9 +255,8 @@ class OrderFlow:
         fields: dict[str, Any] | None = None,
     ) -> Placement:
         reason = f"{code}: {detail}" if code and detail else code
-        state = transitions.finish(
-            self.store, order_id, status, reason, shortfalls, hold_for, confirmed
-        )
+        finish = Finish(order_id, status, reason, tuple(shortfalls or ()), hold_for, confirmed)
+        state = transitions.finish(self.store, finish)
         if state.status != status:
             log.info("order %s was settled meanwhile: %s", order_id, state.status)
             return Placement(state)
@@ -246,25 +267,21 @@ class OrderFlow:
         )
 
     def confirm(
-        self,
-        order_id: str,
-        request: OrderRequest,
-        filled: Filled | None = None,
-        status: str | None = None,
+        self, order_id: str, request: OrderRequest, settled: Settled | None = None
     ) -> Placement:
-        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now, or (`status`)
-        a backorder BACKORDERED; `filled`: what it filled and where from, recorded with it
-        (none: a plain order, filled whole)."""
-        status = request.confirmed if status in (None, CONFIRMED) else status
-        if filled is None:
-            return self.finish(order_id, status, hold_for=request.pay_within)
+        """Deducted: CONFIRMED, or a hold AWAITING_PAYMENT whose clock starts now, or a
+        backorder BACKORDERED, as `settled` says, with what it filled and where from recorded
+        with it (none: a plain order, filled whole)."""
+        if settled is None:
+            return self.finish(order_id, request.confirmed, hold_for=request.pay_within)
+        status = request.confirmed if settled.status == CONFIRMED else settled.status
         return self.finish(
             order_id,
             status,
-            shortfalls=filled.shortfalls(request.lines) if status != BACKORDERED else [],
+            shortfalls=list(settled.shortfalls),
             hold_for=request.pay_within,
-            confirmed=Confirmed(order_id, filled, lines=not request.fill.plain),
-            fields=request.answer_fields(status, filled),
+            confirmed=Confirmed(order_id, settled.filled, lines=not request.fill.plain),
+            fields=request.fill.answer_fields(request.lines, status, settled.filled),
         )
 
     def undo_rejected(self, order_id: str, answer: StockAnswer) -> StockRejected:
@@ -287,7 +304,7 @@ class OrderFlow:
         log_context(order_id=existing.id, flag=existing.id)
         if existing.tombstone:  # cancelled by key before it was placed: nothing to place
             return Placement(existing.state, replayed=True)
-        if existing.request_hash != request.fingerprint():
+        if existing.request_hash != request.fingerprint:
             raise IdempotencyKeyReused(existing.id)
         order: OrderRow | None = existing
         deadline = time.monotonic() + self.idempotency_wait

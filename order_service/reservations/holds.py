@@ -31,16 +31,10 @@ from typing import Any
 import redis
 from sqlalchemy.exc import IntegrityError
 
-from order_service.core.fills import Fill, filled_from
-from order_service.core.model import (
-    INSUFFICIENT_STOCK,
-    REDIS_UNAVAILABLE,
-    IdempotencyKeyReused,
-    StockRejected,
-)
-from order_service.placing.answers import REJECTED, StockAnswer, StockDecision
-from order_service.placing.batching import OrderBatches
-from order_service.placing.client import StockClient
+from order_service.core.fills import ALL, Fill
+from order_service.core.model import IdempotencyKeyReused, StockRejected
+from order_service.core.statuses import INSUFFICIENT_STOCK, REDIS_UNAVAILABLE
+from order_service.placing import REJECTED, OrderBatches, StockAnswer, StockClient, StockDecision
 from order_service.reservations.settlement import (
     STOCK_SERVICE,
     Reserved,
@@ -209,4 +203,4 @@ def reservation_fingerprint(
 
 def _matches(lines: Mapping[str, int], flows: Any) -> bool:
     """The flows are exactly the reservation's lines (all or nothing)."""
-    return filled_from(lines, flows, False) is not None
+    return ALL.policy.filled(lines, flows) is not None

@@ -31,9 +31,9 @@ from dataclasses import dataclass
 from sqlalchemy.exc import IntegrityError
 
 from order_service.core.fills import Filled, allocations_from
-from order_service.core.model import AWAITING_PAYMENT, OrderRequest, OrderState, Placement
-from order_service.placing.cancellation import Cancellation
-from order_service.placing.flow import OrderFlow
+from order_service.core.model import OrderRequest, OrderState, Placement
+from order_service.core.statuses import AWAITING_PAYMENT
+from order_service.placing import Cancellation, OrderFlow
 from order_service.reservations.holds import UnknownReservation
 from order_service.reservations.store import (
     CONSUMED,
@@ -107,7 +107,7 @@ class ReservationOrders:
         log.info("reservation %s consumed: order %s", rid, state.status)
         if state.status != AWAITING_PAYMENT:  # sold: its units are no longer held
             self.cancellation.release_hold(rid)
-        fields = request.answer_fields(state.status, filled)
+        fields = request.fill.answer_fields(request.lines, state.status, filled)
         return Placement(state, fields={**fields, "reservationId": rid})
 
     def consume(
@@ -135,7 +135,7 @@ class ReservationOrders:
                 "status": status,
                 "reason": reason,
                 "idempotency_key": key,
-                "request_hash": request.fingerprint(),
+                "request_hash": request.fingerprint,
                 "pay_within": request.pay_within,
                 "pay_deadline": write.deadline(request.pay_within),
                 "paid_at": None,
@@ -151,7 +151,7 @@ class ReservationOrders:
 
 def same_lines(found: Reservation, request: OrderRequest) -> None:
     """ReservationMismatch (nothing written) unless the order asks exactly what was reserved."""
-    if request.fill.partial or request.fill.backorder:
+    if request.fill.asked:  # partial, backorder, or any mode but all or nothing
         raise ReservationMismatch(
             f"fill: a reservation is all or nothing; its order cannot be {request.fill.mode}",
             "fill",

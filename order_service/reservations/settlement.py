@@ -10,9 +10,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from order_service.core.model import INSUFFICIENT_STOCK, VOIDED
-from order_service.placing.answers import StockDecision
-from order_service.placing.client import StockClient
+from order_service.core.statuses import INSUFFICIENT_STOCK, VOIDED
+from order_service.placing import StockClient, StockDecision
 from order_service.reservations.store import (
     EXPIRED,
     EXPIRED_UNUSED,

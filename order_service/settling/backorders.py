@@ -37,9 +37,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 
-from order_service.core.backorders import Owing, settled
-from order_service.core.model import BACKORDER_FILLED, BACKORDERED, CONFIRMED, OrderRow
-from order_service.placing.client import StockClient
+from order_service.core.fills import Settled
+from order_service.core.model import OrderRow
+from order_service.core.statuses import BACKORDER_FILLED, BACKORDERED, CONFIRMED
+from order_service.placing import StockClient
 from order_service.settling.pages import serve_pages
 from order_service.storage import transitions
 from order_service.storage.fill_store import Confirmed
@@ -96,7 +97,7 @@ def follow(
         return
     if decision.outcome != Decided.DEDUCTED:  # returned: a cancel of it is under way
         return
-    owing = settled(order.lines, decision.flows, decision.body)
+    owing = order.fill.policy.deducted(order.lines, decision.flows, decision.body)
     if owing is None:
         report.mismatched.append(order.id)
         log.error("order %s: its flag's lines %s are not its own", order.id, decision.body)
@@ -108,7 +109,7 @@ def follow(
         (report.confirmed if owing.status == CONFIRMED else report.progressed).append(order.id)
 
 
-def confirm_filled(store: OrderStore, order: OrderRow, owing: Owing, fence: Fence | None) -> bool:
+def confirm_filled(store: OrderStore, order: OrderRow, owing: Settled, fence: Fence | None) -> bool:
     """BACKORDERED -> CONFIRMED (every line filled) or BACKORDERED -> BACKORDERED (some units
     handed to it), one compare-and-set from BACKORDERED with the leader's fence, each line's
     units had so far recorded in its transaction. The allocations of what it took when placed

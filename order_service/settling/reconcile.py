@@ -45,7 +45,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from order_service.core.model import (
+from order_service.core.model import OrderRow
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     BACKORDERED,
     CANCELLED,
@@ -54,32 +55,24 @@ from order_service.core.model import (
     FAILED,
     PENDING,
     RECONCILED,
-    OrderRow,
 )
-from order_service.placing.answers import REJECTED, StockDecision
-from order_service.placing.cancellation import Cancellation, Outcome
-from order_service.placing.client import StockClient
-from order_service.placing.flags import FlagWriter
-from order_service.placing.settlement import (
-    decided_fill,
-    decided_status,
-    failed_because,
-    with_lines,
+from order_service.placing import (
+    REJECTED,
+    Cancellation,
+    FlagWriter,
+    Outcome,
+    StockClient,
+    StockDecision,
 )
-from order_service.reservations.holds import Settlement
-from order_service.reservations.store import ReservationStore
+from order_service.reservations import ReservationStore, Settlement
 from order_service.settling.backorders import BackorderReport, reconcile_backorders
-from order_service.settling.pages import (
-    database_time,
-    hold_release_page,
-    serve_kind,
-    serve_pages,
-)
+from order_service.settling.pages import database_time, hold_release_page, serve_kind, serve_pages
 from order_service.settling.reservations import ReservationReport, reconcile_reservations
 from order_service.storage import transitions
 from order_service.storage.fill_store import Confirmed
 from order_service.storage.store import OrderStore
 from order_service.storage.transitions import Fence
+from shared.contract import Decided
 
 log = logging.getLogger(__name__)
 PAGE_SIZE = 200
@@ -225,17 +218,19 @@ def settle_one(
     decision = stock.decision(order.id) if again is not None else stock.void(order.id)
     if decision is not None and decision.outcome is None and again is not None:
         decision = again.settle(order, report)
-    decision = with_lines(stock, order.id, order.fill, decision)  # a backorder's lines owed
+    decision = with_lines(stock, order, decision)  # the lines it owes, if its fill may owe
     if decision is None or decision.outcome is None:
         report.unreachable += decision is None
         return
-    status = decided_status(decision, order.lines, order.fill.partial, order.fill.backorder)
-    if status is None:
+    policy = order.fill.policy
+    settled = policy.decided(order.lines, decision.outcome, decision.flows, decision.body)
+    if settled is None:
         report.mismatched.append(order.id)  # for a person to look at; never guessed
         log.error("order %s: flows %s are not its lines", order.id, decision.deducted_lines())
         return
     before_write()
-    what = decision.outcome if status != FAILED else failed_because(decision)
+    status = settled.status
+    what = decision.outcome if status != FAILED else settled.code
     if status == CONFIRMED and order.pay_within:
         status = AWAITING_PAYMENT  # a hold: paid or expired from here
     reason = f"{RECONCILED}: {what} ({order.reason or 'its request ended without an outcome'})"
@@ -249,14 +244,26 @@ def settle_one(
         log.warning("order %s was PENDING; the stock database says %s: %s", order.id, what, status)
 
 
+def with_lines(
+    stock: StockClient, order: OrderRow, decision: StockDecision | None
+) -> StockDecision | None:
+    """A decision as GET /flags tells it, for an order whose fill may owe units decided
+    `deducted` from a void (whose answer carries no lines owed); None: no answer."""
+    if decision is None or not order.fill.policy.owes or decision.outcome != Decided.DEDUCTED:
+        return decision
+    if isinstance(decision.body, dict) and "decision" in decision.body:
+        return decision  # GET /flags' own answer
+    return stock.decision(order.id)
+
+
 def _confirmed(order: OrderRow, decision: StockDecision) -> Confirmed | None:
     """What a deducted flag filled of the order, to record with its settlement: each line's
     units for an order that asked for a fill or a location (a backorder's so far), and the
     allocations; none to record for a plain order taken from `default`."""
-    filled = decided_fill(decision, order.lines, order.fill)
-    if filled is None or (order.fill.plain and not filled.allocations):
+    settled = order.fill.policy.deducted(order.lines, decision.flows, decision.body)
+    if settled is None or (order.fill.plain and not settled.filled.allocations):
         return None
-    return Confirmed(order.id, filled, lines=not order.fill.plain)
+    return Confirmed(order.id, settled.filled, lines=not order.fill.plain)
 
 
 @dataclass

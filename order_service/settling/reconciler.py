@@ -38,9 +38,7 @@ from datetime import timedelta
 import redis
 
 from coordination.election import Elector, make_elector
-from order_service.placing.client import StockClient
-from order_service.placing.flags import FlagWriter
-from order_service.placing.retry import CallPolicy
+from order_service.placing import CallPolicy, FlagWriter, StockClient
 from order_service.settling.reconcile import ReconcileReport, reconcile
 from order_service.storage.store import OrderStore
 from order_service.storage.transitions import Fence, Superseded

@@ -30,15 +30,17 @@ from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from order_service.placing.client import StockClient
-from order_service.reservations.holds import Reserved, Settlement, learn
-from order_service.reservations.store import (
+from order_service.placing import StockClient
+from order_service.reservations import (
     EXPIRED,
     HELD,
     OWING,
     PENDING,
     Reservation,
     ReservationStore,
+    Reserved,
+    Settlement,
+    learn,
 )
 from order_service.settling.pages import serve_kind, serve_pages
 from order_service.storage.transitions import Fence

@@ -11,7 +11,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, insert, select, update
 
-from order_service.core.fills import BACKORDER, PARTIAL, Fill, Filled
+from order_service.core.fills import Fill, Filled
 from order_service.storage.tables import order_allocation, order_details
 
 _D = order_details.c
@@ -70,7 +70,7 @@ class Lines:
     filled: dict[str, int | None] = field(default_factory=dict)
 
     def fill(self, mode: str | None) -> Fill:
-        return Fill(mode == PARTIAL, self.locations, mode == BACKORDER)
+        return Fill.of(mode, self.locations)
 
 
 def lines_of(conn: Any, order_ids: Sequence[str]) -> dict[str, Lines]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from sqlalchemy import and_, bindparam, delete, insert, or_, select, update
 
-from order_service.core.model import PENDING
+from order_service.core.statuses import PENDING
 from order_service.storage.tables import hold_release, order_details, orders, reconciler_fence
 
 # The fence row's update takes its row lock to the commit: two reconcilers that both believe

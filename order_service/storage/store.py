@@ -14,7 +14,8 @@ from sqlalchemy import Engine, and_, delete, or_, select, update
 from sqlalchemy.engine import Connection
 
 from order_service.core.fills import ALL, Fill
-from order_service.core.model import PENDING, OrderRow, OrderState
+from order_service.core.model import OrderRow, OrderState
+from order_service.core.statuses import PENDING
 from order_service.storage.fill_store import Lines, allocations_of, detail_rows, lines_of
 from order_service.storage.statements import (
     DELETE_HOLD_RELEASE,

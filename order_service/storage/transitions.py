@@ -24,14 +24,15 @@ from dataclasses import dataclass
 from typing import Any
 
 from order_service.core.fills import ALL, Fill
-from order_service.core.model import (
+from order_service.core.model import OrderState
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     CANCELLED,
     CANCELLED_BEFORE_PLACED,
     CONFIRMED,
     FAILED,
     PENDING,
-    OrderState,
+    deducted_status,
 )
 from order_service.storage.fill_store import Confirmed, record
 from order_service.storage.store import OrderStore, OrderWrite
@@ -76,6 +77,11 @@ class NewOrder:
             "paid_at": None,
             "fill_mode": self.fill.asked,  # partial or backorder; null: all or nothing
         }
+
+    @property
+    def confirmed(self) -> str:
+        """Its status once its stock is deducted."""
+        return deducted_status(self.pay_within)
 
 
 def create_pending(
@@ -125,38 +131,9 @@ def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderSt
     return OrderState(order_id, CANCELLED, CANCELLED_BEFORE_PLACED)
 
 
-def finish(
-    store: OrderStore,
-    order_id: str,
-    status: str,
-    reason: str | None,
-    shortfalls: list[dict[str, Any]] | None = None,
-    hold_for: int | None = None,
-    confirmed: Confirmed | None = None,
-) -> OrderState:
-    """A PENDING order to its outcome (or why it is still PENDING), with the shortfall of each
-    line the stock service refused; `hold_for`: AWAITING_PAYMENT's seconds to pay in, from
-    now; `confirmed`: what a confirmed order filled, recorded with the move. The order's
-    state after: the one written, or, when it was no longer PENDING (the reconciler settled
-    it, the buyer cancelled it), the one found."""
-    reason = reason and reason[:200]
-    hold_for = hold_for if status == AWAITING_PAYMENT else None
-    with store.writing() as write:
-        if not write.finish_pending(order_id, status, reason, hold_for):
-            return write.state(order_id)
-        deadline = write.deadline(hold_for)  # the one the move wrote (read once: cached)
-        if confirmed is not None:
-            record(write.conn, [confirmed])
-        for short in shortfalls or []:
-            write.record_shortfall(
-                order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
-            )
-    return OrderState(order_id, status, reason, deadline)
-
-
 @dataclass(frozen=True)
 class Finish:
-    """One order of a batch to its outcome (see `finish`)."""
+    """One order to its outcome, alone (`finish`) or with its batch (`finish_many`)."""
 
     order_id: str
     status: str
@@ -164,6 +141,28 @@ class Finish:
     shortfalls: tuple[dict[str, Any], ...] = ()
     hold_for: int | None = None
     confirmed: Confirmed | None = None  # what a confirmed order filled, recorded with it
+
+
+def finish(store: OrderStore, f: Finish) -> OrderState:
+    """A PENDING order to its outcome (or why it is still PENDING), with the shortfall of each
+    line the stock service refused; `hold_for`: AWAITING_PAYMENT's seconds to pay in, from
+    now; `confirmed`: what a confirmed order filled, recorded with the move. The order's
+    state after: the one written, or, when it was no longer PENDING (the reconciler settled
+    it, the buyer cancelled it), the one found."""
+    order_id, status = f.order_id, f.status
+    reason = f.reason and f.reason[:200]
+    hold_for = f.hold_for if status == AWAITING_PAYMENT else None
+    with store.writing() as write:
+        if not write.finish_pending(order_id, status, reason, hold_for):
+            return write.state(order_id)
+        deadline = write.deadline(hold_for)  # the one the move wrote (read once: cached)
+        if f.confirmed is not None:
+            record(write.conn, [f.confirmed])
+        for short in f.shortfalls:
+            write.record_shortfall(
+                order_id, short.get("goodsId"), short.get("available"), short.get("seedVersion")
+            )
+    return OrderState(order_id, status, reason, deadline)
 
 
 def finish_many(store: OrderStore, finishes: list[Finish]) -> dict[str, OrderState]:

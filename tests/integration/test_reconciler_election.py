@@ -21,7 +21,7 @@ from order_service.settling.reconciler import serve
 from order_service.storage import transitions
 from order_service.storage.statements import FENCE_READ
 from order_service.storage.store import OrderStore
-from order_service.storage.transitions import Fence, Superseded
+from order_service.storage.transitions import Fence, Finish, Superseded
 from shared.db import make_engine
 from shared.settings import Settings
 from tests.conftest import unique
@@ -35,7 +35,7 @@ def fence_now(engine: sa.Engine) -> int:
 def pending_order(store: OrderStore) -> str:
     order_id = unique("o")
     transitions.create_pending(store, order_id, unique("u"), {unique(): 1}, None, None)
-    transitions.finish(store, order_id, "PENDING", "outcome_unknown: ConnectError")
+    transitions.finish(store, Finish(order_id, "PENDING", "outcome_unknown: ConnectError"))
     return order_id
 
 

@@ -25,15 +25,15 @@ from annotated_types import MaxLen
 from coordination.locks.tables import metadata as lock_metadata
 from order_service.api.schemas import IdempotencyHeaders
 from order_service.core.fills import FILLS
-from order_service.core.model import (
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     BACKORDERED,
     CANCELLED,
     CANCELLING,
     CONFIRMED,
 )
-from order_service.core.model import FAILED as ORDER_FAILED
-from order_service.core.model import PENDING as ORDER_PENDING
+from order_service.core.statuses import FAILED as ORDER_FAILED
+from order_service.core.statuses import PENDING as ORDER_PENDING
 from order_service.reservations.store import CONSUMED, EXPIRED, FAILED, HELD, PENDING, RELEASED
 from order_service.storage.tables import metadata as order_metadata
 from shared.columns import Exact

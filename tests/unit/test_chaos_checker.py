@@ -10,7 +10,7 @@ from typing import Any
 from inventory.chaos import checker, report
 from inventory.chaos.history import FAIL, OK, UNKNOWN, Op, classify
 from inventory.check import Snapshot
-from order_service.core.model import HOLD_EXPIRED
+from order_service.core.statuses import HOLD_EXPIRED
 
 
 def op(
