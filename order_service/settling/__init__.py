@@ -2,10 +2,8 @@
 decisions what a request could not; it calls placing/ and reservations/, never the routes."""
 
 from order_service.settling.reconcile import ReconcileReport, reconcile
-from order_service.settling.reconciler import lead
 
 __all__ = [
     "ReconcileReport",
-    "lead",
     "reconcile",
 ]
