@@ -39,14 +39,18 @@ ACTIONS: dict[str, str] = {
     "second part of a split batch, same claim": (
         "stock_service.deduction.holds.BatchRunner._serve_rest"
     ),
-    "place an order: PENDING, flag, calls, outcome": "order_service.flow.OrderFlow.place",
-    "write the flag": "order_service.batching.OrderBatches.write_flags",
-    "write the flag again after unknown_flag": "order_service.batching.OrderBatches.call_stock",
-    "read the flows after an unclear answer": "order_service.flow.OrderFlow.poll_flows",
-    "the buyer's void of an unknown outcome": "order_service.flow.OrderFlow.settle_unknown",
-    "finish: compare-and-set from PENDING, answer from the row": "order_service.transitions.finish",
-    "a decision becomes a status": "order_service.settlement.decided_status",
-    "pay a hold": "order_service.transitions.pay",
+    "place an order: PENDING, flag, calls, outcome": "order_service.placing.flow.OrderFlow.place",
+    "write the flag": "order_service.placing.batching.OrderBatches.write_flags",
+    "write the flag again after unknown_flag": (
+        "order_service.placing.batching.OrderBatches.call_stock"
+    ),
+    "read the flows after an unclear answer": "order_service.placing.flow.OrderFlow.poll_flows",
+    "the buyer's void of an unknown outcome": "order_service.placing.flow.OrderFlow.settle_unknown",
+    "finish: compare-and-set from PENDING, answer from the row": (
+        "order_service.storage.transitions.finish"
+    ),
+    "a decision becomes a status": "order_service.core.fills.FillPolicy.decided",
+    "pay a hold": "order_service.storage.transitions.pay",
     "record a refusal for lack of stock: a decision row refused (primary key flag)": (
         "stock_service.storage.store.StockWrite.add_decisions"
     ),
@@ -54,10 +58,10 @@ ACTIONS: dict[str, str] = {
         "stock_service.core.plan.plan"
     ),
     "cancel: CONFIRMED -> CANCELLING (compare-and-set), then the return": (
-        "order_service.cancellation.Cancellation.cancel"
+        "order_service.placing.cancellation.Cancellation.cancel"
     ),
     "the return answered: CANCELLING -> CANCELLED (compare-and-set)": (
-        "order_service.cancellation.Cancellation.return_stock"
+        "order_service.placing.cancellation.Cancellation.return_stock"
     ),
     "return a flag's stock: no decision, voided; deducted, to the lock": (
         "stock_service.deduction.steps.StockDeduction.cancel"
@@ -79,30 +83,32 @@ ACTIONS: dict[str, str] = {
     "reconciler: still the leader before a pass": (
         "coordination.election.ZooKeeperElector.is_leader"
     ),
-    "reconciler settles one PENDING order": "order_service.reconcile.settle_one",
+    "reconciler settles one PENDING order": "order_service.settling.reconcile.settle_one",
     "reconciler: the flag's decision first (GET /flags)": (
-        "order_service.stock_client.StockClient.decision"
+        "order_service.placing.client.StockClient.decision"
     ),
     "reconciler: undecided, the flag written again and deducted again under it": (
-        "order_service.reconcile.DeductAgain.settle"
+        "order_service.settling.reconcile.DeductAgain.settle"
     ),
-    "reconciler fence advance and status compare-and-set": "order_service.transitions.move",
-    "a refused (superseded) reconciler stands down": "order_service.reconciler.lead",
-    "reconciler: pass after pass, each while still the leader": "order_service.reconciler.lead",
+    "reconciler fence advance and status compare-and-set": "order_service.storage.transitions.move",
+    "a refused (superseded) reconciler stands down": "order_service.settling.reconciler.lead",
+    "reconciler: pass after pass, each while still the leader": (
+        "order_service.settling.reconciler.lead"
+    ),
     "reconciler: undecided past RECONCILE_VOID_AFTER, the flag voided (PUT /voidFlag)": (
-        "order_service.stock_client.StockClient.void"
+        "order_service.placing.client.StockClient.void"
     ),
     "the status compare-and-set with the deadline by the order database's clock (pay, expiry)": (
-        "order_service.store.OrderWrite.compare_and_set"
+        "order_service.storage.store.OrderWrite.compare_and_set"
     ),
     "expiry: the holds past their deadline, and the CANCELLING orders, paged": (
-        "order_service.reconcile.reconcile"
+        "order_service.settling.reconcile.reconcile"
     ),
     "expiry: AWAITING -> CANCELLING past the deadline (compare-and-set), then the return": (
-        "order_service.cancellation.Cancellation.expire"
+        "order_service.placing.cancellation.Cancellation.expire"
     ),
     "a return asked again (a CANCELLING order; a cancel finding it CANCELLING)": (
-        "order_service.cancellation.Cancellation.return_stock"
+        "order_service.placing.cancellation.Cancellation.return_stock"
     ),
     "a return's decision read under the lock: returned before, the same answer": (
         "stock_service.core.plan.plan"
@@ -241,33 +247,37 @@ BACKORDER_ACTIONS: dict[str, str] = {
         "stock_service.storage.store.StockWrite.mark_returned"
     ),
     "the reconciler elected, with a token": "coordination.election.ZooKeeperElector.campaign",
-    "the reconciler: pass after pass, each while still the leader": "order_service.reconciler.lead",
+    "the reconciler: pass after pass, each while still the leader": (
+        "order_service.settling.reconciler.lead"
+    ),
     "POST /reservations: its flag deducted held, then the row held": (
-        "order_service.reservations.Reservations.reserve"
+        "order_service.reservations.holds.Reservations.reserve"
     ),
     "a move from held: the state's compare-and-set in its own transaction": (
-        "order_service.reservation_store.compare_and_set"
+        "order_service.reservations.store.compare_and_set"
     ),
     "a move with its deadline by the order database's clock (due)": (
-        "order_service.reservation_store.ReservationStore.move"
+        "order_service.reservations.store.ReservationStore.move"
     ),
     "consume: held -> consumed before the deadline, and the order, one transaction": (
-        "order_service.reservation_orders.ReservationOrders.consume"
+        "order_service.reservations.orders.ReservationOrders.consume"
     ),
     "a genOrder's repeat finding it consumed by its own key answers that order": (
-        "order_service.reservation_orders.ReservationOrders.place"
+        "order_service.reservations.orders.ReservationOrders.place"
     ),
-    "DELETE: held -> released, then the return": "order_service.reservations.Reservations.release",
+    "DELETE: held -> released, then the return": (
+        "order_service.reservations.holds.Reservations.release"
+    ),
     "the return of a released or expired reservation asked of the stock service": (
-        "order_service.reservations.Settlement.give_back"
+        "order_service.reservations.holds.Settlement.give_back"
     ),
     "returned_at set once the return is answered": (
-        "order_service.reservation_store.ReservationStore.returned"
+        "order_service.reservations.store.ReservationStore.returned"
     ),
     "expiry: held -> expired past the deadline, then the return; an owing one asked again": (
-        "order_service.reservation_passes.reconcile_reservations"
+        "order_service.settling.reservations.reconcile_reservations"
     ),
-    "the reservation routes": "order_service.reservations_api.reservation_routes",
+    "the reservation routes": "order_service.api.reservations.reservation_routes",
 }
 
 # The reservations' actions whose code is not in yet: the names proposed for them (those of the

@@ -44,7 +44,7 @@
    waits (any waiting line can take an arriving unit). At the end: the same, and no unit on
    hand while a line waits.
 
-   The reservations world (-DRESERVATIONS), order_service/reservation_store.py: a reservation is
+   The reservations world (-DRESERVATIONS), order_service/reservations/store.py: a reservation is
    a row of the order database whose id is its stock flag, deducted (held) when it was made:
    - one goods id, level 3; the reservation holds 2 (its flag deducted: level 1), state `held`,
      with a deadline: one bit, past expires_at by the order database's clock, turning at any
@@ -706,7 +706,7 @@ inline give_back(me) {
     }
 }
 
-/* A genOrder carrying the reservation id (reservation_orders.py): the route's read, then the
+/* A genOrder carrying the reservation id (order_service/reservations/orders.py): the route's read, then the
    compare-and-set held -> consumed before the deadline and the order, one transaction. A
    repeat of its key (the other attempt) answers the order the key made. */
 proctype gen_order(byte me) {
@@ -772,7 +772,7 @@ proctype delete(byte me) {
     }
 }
 
-/* The elected reconciler (reservation_passes.py): passes while there is work, each expiring a
+/* The elected reconciler (order_service/settling/reservations.py): passes while there is work, each expiring a
    held reservation past its deadline (the compare-and-set, then the return) and asking the
    return again of a released or expired one whose units are not back. */
 proctype reconciler(byte me) {

@@ -258,8 +258,8 @@ inline void_flag(f, d) {
     redis[f] = 0
 }
 
-/* What an order whose outcome was unknown becomes once its flag is decided (settlement.
-   decided_status): deducted CONFIRMED, or a hold AWAITING payment (its clock starting then);
+/* What an order whose outcome was unknown becomes once its flag is decided (the fill
+   policy's `decided`, order_service/core/fills.py): deducted CONFIRMED, or a hold AWAITING payment (its clock starting then);
    returned CANCELLED, voided or refused FAILED. */
 inline settled_status(o, d, s) {
     if

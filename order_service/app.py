@@ -7,20 +7,17 @@ import logging
 import httpx
 from flask import Flask
 
-from order_service.api import order_routes
-from order_service.batching import OrderBatches
-from order_service.cancellation import Cancellation
-from order_service.dashboard import dashboard_bp
-from order_service.deps import OrderDeps
-from order_service.flags import FlagWriter
-from order_service.flow import OrderFlow
-from order_service.reservation_orders import ReservationOrders
-from order_service.reservation_store import ReservationStore
-from order_service.reservations import Reservations
-from order_service.reservations_api import reservation_routes
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.store import OrderStore
+from order_service.api import OrderDeps, dashboard_bp, order_routes, reservation_routes
+from order_service.placing import (
+    CallPolicy,
+    Cancellation,
+    FlagWriter,
+    OrderBatches,
+    OrderFlow,
+    StockClient,
+)
+from order_service.reservations import ReservationOrders, Reservations, ReservationStore
+from order_service.storage.store import OrderStore
 from shared.config.settings import Settings
 from shared.database.engines import DatabaseTimeouts, make_engine
 from shared.database.startup import prepare_schema

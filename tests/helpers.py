@@ -16,7 +16,7 @@ from flask.testing import FlaskClient
 import order_service
 import stock_service
 from coordination.locks import LockBackend
-from order_service.tables import order_details, orders
+from order_service.storage.tables import order_details, orders
 from shared.config.settings import Settings
 from shared.faults import Faults
 from stock_service.storage.tables import stock, stock_flow

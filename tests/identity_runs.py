@@ -33,19 +33,19 @@ from coordination.locks.factory import make_lock_backend
 from inventory.chaos.stream_consumer import StreamConsumer
 from inventory.cluster import nodes, topology
 from inventory.cluster.secrets import Secrets
-from order_service import reconcile as reconciling
-from order_service import reconciler
-from order_service.flags import FlagWriter
-from order_service.flow import OrderFlow
-from order_service.stock_answers import StockAnswer, StockDecision
-from order_service.tables import (
+from order_service.placing.answers import StockAnswer, StockDecision
+from order_service.placing.flags import FlagWriter
+from order_service.placing.flow import OrderFlow
+from order_service.settling import reconcile as reconciling
+from order_service.settling import reconciler
+from order_service.storage.tables import (
     hold_release,
     order_details,
     orders,
     reservation_lines,
     reservations,
 )
-from order_service.transitions import Fence
+from order_service.storage.transitions import Fence
 from shared.config.settings import Settings
 from shared.contract import Decided, Outcome
 from shared.errors import DependencyUnavailable

@@ -14,7 +14,7 @@ from typing import Any
 from apiflask import APIBlueprint
 from flask import Flask, Response, jsonify, request
 
-from order_service.schemas import IdempotencyHeaders, order_body_model
+from order_service.api.schemas import IdempotencyHeaders, order_body_model
 from shared.config.settings import Settings
 from shared.metrics import install_metrics
 from shared.web.api_app import make_api_app

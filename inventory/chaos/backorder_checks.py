@@ -27,7 +27,7 @@ from inventory.chaos.reservations import Reserver, Step
 from inventory.chaos.verdict import UNKNOWN, VALID, VIOLATED, Verdict, violated_if
 from inventory.check.backorders import check_cap, check_fill_order, figures, read_backorders
 from inventory.check.reservations import Reservation, check_reservations, read_reservations
-from order_service.tables import reservation_lines, reservations
+from order_service.storage.tables import reservation_lines, reservations
 from shared.database.engines import utcnow
 
 SETTLE_WAIT = 120.0  # seconds for the reconcilers to end the reservations still open

@@ -55,7 +55,7 @@ from inventory.check import (
     read_snapshot,
     refused_for_lack_of_stock,
 )
-from order_service.model import RECONCILED
+from order_service.core.statuses import RECONCILED
 
 __all__ = [
     "COUNTED",

@@ -16,7 +16,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from order_service.model import INSUFFICIENT_STOCK
+from order_service.core.statuses import INSUFFICIENT_STOCK
 
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
 

@@ -24,8 +24,8 @@ from sqlalchemy import Engine, select
 from inventory.chaos.history import FAIL, Op
 from inventory.chaos.slow_attempts import CALL_TIMEOUT, DELAY
 from inventory.chaos.verdict import COUNTED, UNKNOWN, Verdict
-from order_service.model import HOLD_EXPIRED
-from order_service.tables import orders
+from order_service.core.statuses import HOLD_EXPIRED
+from order_service.storage.tables import orders
 from stock_service.storage.tables import flag_decision, stock_adjustment, stock_flow, stock_return
 
 

@@ -10,8 +10,14 @@ import time
 from sqlalchemy import Engine, Select, func, select
 
 from inventory.chaos import checker
-from order_service.model import AWAITING_PAYMENT, CANCELLING, HOLD_EXPIRED, PENDING, RECONCILED
-from order_service.tables import order_details, orders
+from order_service.core.statuses import (
+    AWAITING_PAYMENT,
+    CANCELLING,
+    HOLD_EXPIRED,
+    PENDING,
+    RECONCILED,
+)
+from order_service.storage.tables import order_details, orders
 from shared.database.engines import utcnow
 
 

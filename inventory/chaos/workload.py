@@ -30,7 +30,7 @@ from typing import Any
 
 from inventory.chaos import after_sale, backorders, locations, reservations
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
-from order_service.model import BACKORDERED
+from order_service.core.statuses import BACKORDERED
 
 RETRY_DELAYS = (0.5, 1.0, 2.0)  # after an unknown outcome, under the same Idempotency-Key
 NORMAL, SCARCE = "normal", "scarce"  # what the buyers order: the run's mix, or the scarce goods

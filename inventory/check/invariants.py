@@ -32,7 +32,7 @@ from inventory.check.lost_sale import check_no_lost_sale
 from inventory.check.result import CheckResult
 from inventory.check.result import few as _few
 from inventory.check.snapshot import Snapshot
-from order_service.model import BACKORDERED, HOLDING, INSUFFICIENT_STOCK, RECONCILED
+from order_service.core.statuses import BACKORDERED, HOLDING, INSUFFICIENT_STOCK, RECONCILED
 
 REFUSED = INSUFFICIENT_STOCK  # the reason of an order refused for lack of stock
 HOLD_BOUND = 60.0  # seconds past its deadline a hold may still be AWAITING_PAYMENT

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from inventory.check.result import CheckResult, few
 from inventory.check.snapshot import Snapshot
-from order_service.model import INSUFFICIENT_STOCK
+from order_service.core.statuses import INSUFFICIENT_STOCK
 
 
 def check_no_lost_sale(snap: Snapshot) -> CheckResult:

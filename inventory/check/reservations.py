@@ -25,7 +25,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import Engine, select
 
 from inventory.check.result import CheckResult
-from order_service.tables import orders, reservation_lines, reservations
+from order_service.storage.tables import orders, reservation_lines, reservations
 from stock_service.storage.tables import stock_flow, stock_return
 
 ENDS = ("consumed", "released", "expired", "failed", "pending", "held")

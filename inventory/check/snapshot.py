@@ -12,8 +12,8 @@ from sqlalchemy import Engine, Table, func, select, true
 from sqlalchemy.engine import Connection
 
 from inventory.check.ledger_replay import lowest_since_seed, read_ledger
-from order_service.fills import BACKORDER, PARTIAL
-from order_service.tables import order_details, orders
+from order_service.core.fills import BACKORDER, PARTIAL
+from order_service.storage.tables import order_details, orders
 from stock_service.storage.tables import (
     backorder_fill,
     flag_decision,

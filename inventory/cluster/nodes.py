@@ -133,7 +133,7 @@ def zk_leader() -> str | None:
 
 def reconciler_leader(timeout: float = 3.0) -> str | None:
     """The name of the elected reconciler that leads now, or None."""
-    from order_service.reconciler import ELECTION_PATH
+    from order_service.settling.reconciler import ELECTION_PATH
 
     return singleton_leader(ELECTION_PATH, timeout)
 

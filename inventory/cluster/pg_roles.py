@@ -14,15 +14,15 @@ RECONCILER_GRANTS = (
     "GRANT SELECT, UPDATE ON orders, reconciler_fence TO reconciler",
     "GRANT SELECT ON order_details TO reconciler",
     # a partial or located order it confirms: each line's units filled and where they came
-    # from, written with the move (order_service/fill_store.py)
+    # from, written with the move (order_service/storage/fill_store.py)
     "GRANT UPDATE (filled) ON order_details TO reconciler",
     "GRANT INSERT ON order_allocation TO reconciler",
     # a paid hold whose release the stock service has not acknowledged: found and, once
-    # released, its note removed (order_service/reconcile.py)
+    # released, its note removed (order_service/settling/reconcile.py)
     "GRANT SELECT, DELETE ON hold_release TO reconciler",
     # reservations: a pending one settled (held or failed), a held one expired, the return of
     # an expired or released one's units recorded; each read back with its lines
-    # (order_service/reservation_passes.py)
+    # (order_service/settling/reservations.py)
     "GRANT SELECT ON reservations, reservation_lines TO reconciler",
     "GRANT UPDATE (state, reason, updated_at, expires_at, allocations, returned_at) "
     "ON reservations TO reconciler",

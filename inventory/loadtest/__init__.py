@@ -18,8 +18,8 @@ from inventory.check.events_source import check_stack_events, relays_of
 from inventory.loadtest.buyers import Attempt, LoadConfig, LoadResult, drive, plan_orders
 from inventory.loadtest.report import print_summary, print_violations, write_report
 from inventory.local.stack_state import StackState
-from order_service.model import AWAITING_PAYMENT, CANCELLING, PENDING
-from order_service.tables import order_details, orders
+from order_service.core.statuses import AWAITING_PAYMENT, CANCELLING, PENDING
+from order_service.storage.tables import order_details, orders
 from shared.database.engines import make_engine, utcnow
 
 __all__ = [

@@ -93,11 +93,12 @@ def start_singletons(
     program: str, count: int, home: Path, service_env: dict[str, str], started: dict[str, int]
 ) -> None:
     """`count` instances of an elected singleton, the product's own program (reconciler:
-    order_service/reconciler.py; relay: stock_service/ledger/relay.py), given the stack's settings
-    in its environment."""
-    module = {"reconciler": "order_service.reconciler", "relay": "stock_service.ledger.relay"}[
-        program
-    ]
+    order_service/settling/reconciler.py; relay: stock_service/ledger/relay.py), given the
+    stack's settings in its environment."""
+    module = {
+        "reconciler": "order_service.settling.reconciler",
+        "relay": "stock_service.ledger.relay",
+    }[program]
     for i in range(1, count + 1):
         started[f"{program}{i}"] = servers.spawn(
             [sys.executable, "-m", module, "--name", f"{program}{i}"],

@@ -5,8 +5,8 @@ An order whose deduction was not decided (the stale holder's write refused by th
 is not voided by its request, so that no sale is lost to a fault: it stays PENDING and the
 elected reconciler deducts it again under the same flag. A scenario's stack runs no reconciler
 (its timing would race the story), so the story runs the pass itself, at the point where it
-tells it, with the product's own code: `order_service.reconcile.reconcile`, the flag written
-again, the same stock client policy as `python -m order_service.reconciler`.
+tells it, with the product's own code: `order_service.settling.reconcile.reconcile`, the flag
+written again, the same stock client policy as `python -m order_service.settling.reconciler`.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from datetime import timedelta
 
 from inventory.local import stack_state
 from inventory.scenarios.rig import Story, scenario_settings
-from order_service.reconcile import ReconcileReport
-from order_service.reconciler import pass_once
+from order_service.settling.reconcile import ReconcileReport
+from order_service.settling.reconciler import pass_once
 
 
 def settle_pending(

@@ -35,7 +35,7 @@ from inventory.scenarios.rig import (
     scenario_stack,
     wait_for_pid,
 )
-from order_service.tables import orders
+from order_service.storage.tables import orders
 
 # Passes every 0.3 s; each takes the PENDING orders older than one request's budget (the
 # settings compute it and refuse less: RECONCILE_OLDER_THAN). With 0, a pass took an order whose

@@ -151,7 +151,7 @@ class Settings:
     reconcile_void_after: float = 300.0
     # The reconciler fence's epoch: raise it (on every reconciler) after the lock service was
     # rebuilt with the order database kept, as its new leaders' tokens start again from small
-    # numbers and the fence holds the old ones (order_service/transitions.py).
+    # numbers and the fence holds the old ones (order_service/storage/transitions.py).
     reconciler_epoch: int = 0
     idempotency_wait: float = 30.0  # how long a repeat waits for the first request to finish
 

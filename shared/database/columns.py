@@ -23,7 +23,7 @@ from sqlalchemy.types import TypeDecorator, TypeEngine
 IDENTIFIER = 64  # shared.web.schemas.IDENTIFIER_PATTERN: goods ids, flags, locations, user ids
 NEW_ID = 32  # shared.ids.new_id (29 characters): order, reservation and row ids
 REFERENCE = 200  # a transfer's or an adjustment's reference (shared.web.schemas.text(200))
-IDEMPOTENCY_KEY = 128  # order_service.schemas.key_header: 1-128 printable characters
+IDEMPOTENCY_KEY = 128  # order_service.api.schemas.key_header: 1-128 printable characters
 HASH = 64  # a request's fingerprint: a SHA-256 in hex
 
 MARIADB_EXACT = "utf8mb4_nopad_bin"

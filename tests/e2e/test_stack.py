@@ -23,8 +23,8 @@ from kazoo.client import KazooClient
 from inventory.local import homes, stack_state
 from inventory.local.client import lock_call_timeout, order_call_timeout, stack_settings
 from inventory.local.servers import pid_alive
-from order_service.reconciler import ELECTION_PATH
-from order_service.tables import orders
+from order_service.settling.reconciler import ELECTION_PATH
+from order_service.storage.tables import orders
 from shared.config.settings import Settings
 from tests.waiting import wait_for
 

@@ -18,7 +18,7 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service.tables import orders
+from order_service.storage.tables import orders
 from shared.config.settings import Settings
 from stock_service.storage.tables import flag_decision
 from tests.conftest import unique
@@ -353,11 +353,11 @@ def test_the_reconciler_fence_can_be_moved_on_to_a_new_epoch(services: Services)
     refused."""
     from datetime import timedelta
 
-    from order_service import transitions
-    from order_service.reconcile import reconcile
-    from order_service.retry import CallPolicy
-    from order_service.stock_client import StockClient
-    from order_service.tables import reconciler_fence
+    from order_service.placing.client import StockClient
+    from order_service.placing.retry import CallPolicy
+    from order_service.settling.reconcile import reconcile
+    from order_service.storage import transitions
+    from order_service.storage.tables import reconciler_fence
 
     s = services
     store = s.order_app.extensions["orders"].store
@@ -426,9 +426,9 @@ def lost_sales_with_a_reconciler(s: Services, older_than: float, orders: int = 8
     on the shelf."""
     from datetime import timedelta
 
-    from order_service.reconcile import reconcile
-    from order_service.retry import CallPolicy
-    from order_service.stock_client import StockClient
+    from order_service.placing.client import StockClient
+    from order_service.placing.retry import CallPolicy
+    from order_service.settling.reconcile import reconcile
 
     goods = unique()
     s.seed(goods, orders)

@@ -10,7 +10,7 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service.tables import order_details, orders
+from order_service.storage.tables import order_details, orders
 from stock_service.storage.tables import stock, stock_flow
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services

@@ -17,10 +17,10 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service import transitions
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
+from order_service.storage import transitions
 from shared.config.settings import Settings
 from stock_service.storage.tables import stock_flow, stock_return
 from tests.conftest import unique
@@ -196,7 +196,7 @@ def test_a_hold_paid_in_time_is_confirmed_and_a_repeat_pay_answers_the_same(
 
 def expire_now(s: Services, order_id: str, shift: timedelta = timedelta(0)) -> None:
     """The hold's deadline moved to now (and `shift`), as if its time had run out."""
-    from order_service.tables import orders
+    from order_service.storage.tables import orders
     from shared.database.engines import utcnow
 
     deadline = utcnow() + shift

@@ -21,10 +21,10 @@ from inventory.local.servers import (
     start_zookeeper,
     wait_until,
 )
-from order_service.flags import FlagWriter
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
+from order_service.placing.client import StockClient
+from order_service.placing.flags import FlagWriter
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
 from tests.conftest import make_settings, unique
 from tests.helpers import Services, running_services
 

@@ -14,8 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
-from order_service import transitions
-from order_service.model import OrderRow
+from order_service.core.model import OrderRow
+from order_service.storage import transitions
 from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services

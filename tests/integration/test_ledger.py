@@ -260,9 +260,9 @@ def test_a_pay_whose_release_got_no_answer_is_released_by_the_reconciler(
 ) -> None:
     import httpx
 
-    from order_service.reconcile import HOLD_RELEASE_AGE, reconcile
-    from order_service.retry import CallPolicy
-    from order_service.stock_client import StockClient
+    from order_service.placing.client import StockClient
+    from order_service.placing.retry import CallPolicy
+    from order_service.settling.reconcile import HOLD_RELEASE_AGE, reconcile
 
     class NoReleases(httpx.BaseTransport):
         def __init__(self, inner: httpx.BaseTransport) -> None:

@@ -23,7 +23,7 @@ from kazoo.exceptions import ConnectionLoss
 
 import migrations
 from inventory.local.servers import ServerProcess, wait_until
-from order_service import reconciler
+from order_service.settling import reconciler
 from shared.config.settings import Settings
 from stock_service.ledger import relay
 from tests.conftest import (

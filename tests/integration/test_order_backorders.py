@@ -16,9 +16,9 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from order_service.reconcile import ReconcileReport, reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import ReconcileReport, reconcile
 from shared.config.settings import Settings
 from stock_service.storage.tables import backorder
 from tests.conftest import ADMIN, unique

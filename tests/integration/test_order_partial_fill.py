@@ -17,10 +17,10 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.tables import order_allocation
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
+from order_service.storage.tables import order_allocation
 from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services

@@ -1,7 +1,7 @@
-"""One item never stops a reconciler's pass (order_service/pass_items.py): an item whose handling
-raises is logged, counted and skipped, and the items behind it are served in the same pass; a
-row locked by a transaction left open (a paused worker) costs the pass about DB_LOCK_TIMEOUT_MS,
-not the pause; the paid holds' releases are read page after page.
+"""One item never stops a reconciler's pass (order_service/settling/pages.py): an item whose
+handling raises is logged, counted and skipped, and the items behind it are served in the same
+pass; a row locked by a transaction left open (a paused worker) costs the pass about
+DB_LOCK_TIMEOUT_MS, not the pause; the paid holds' releases are read page after page.
 
 The failing item is the oldest of its kind, so a pass that stops at it serves nothing behind
 it (before, every pass did): either the stock service's answer to its call is a page no client
@@ -22,12 +22,13 @@ import pytest
 import sqlalchemy as sa
 from prometheus_client import REGISTRY
 
-from order_service import reconciler, transitions
-from order_service.reconcile import ReconcileReport, reconcile
-from order_service.reservation_store import ReservationStore
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.tables import hold_release, orders, reservations
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.reservations.store import ReservationStore
+from order_service.settling import reconciler
+from order_service.settling.reconcile import ReconcileReport, reconcile
+from order_service.storage import transitions
+from order_service.storage.tables import hold_release, orders, reservations
 from shared.config.settings import Settings
 from tests.conftest import ADMIN, unique
 from tests.helpers import Services, running_services

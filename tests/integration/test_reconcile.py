@@ -11,11 +11,12 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service import transitions
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.tables import orders
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
+from order_service.storage import transitions
+from order_service.storage.tables import orders
+from order_service.storage.transitions import Finish
 from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
@@ -53,7 +54,7 @@ def pending_order(s: Services, lines: dict[str, int], age: timedelta | None = No
     store = s.order_app.extensions["orders"].store
     order_id = unique("o")
     transitions.create_pending(store, order_id, unique("u"), lines, None, None)
-    transitions.finish(store, order_id, "PENDING", "outcome_unknown: ConnectError")
+    transitions.finish(store, Finish(order_id, "PENDING", "outcome_unknown: ConnectError"))
     if age is not None:
         stamp = datetime.now(UTC).replace(tzinfo=None) - age
         with s.engine.begin() as conn:

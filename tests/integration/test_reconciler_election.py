@@ -17,11 +17,11 @@ import pytest
 import sqlalchemy as sa
 
 from inventory.local.servers import ServerProcess, spawn, stop_pid, wait_until
-from order_service import transitions
-from order_service.reconciler import serve
-from order_service.statements import FENCE_READ
-from order_service.store import OrderStore
-from order_service.transitions import Fence, Superseded
+from order_service.settling.reconciler import serve
+from order_service.storage import transitions
+from order_service.storage.statements import FENCE_READ
+from order_service.storage.store import OrderStore
+from order_service.storage.transitions import Fence, Finish, Superseded
 from shared.config.settings import Settings
 from shared.database.engines import make_engine
 from tests.conftest import unique
@@ -35,7 +35,7 @@ def fence_now(engine: sa.Engine) -> int:
 def pending_order(store: OrderStore) -> str:
     order_id = unique("o")
     transitions.create_pending(store, order_id, unique("u"), {unique(): 1}, None, None)
-    transitions.finish(store, order_id, "PENDING", "outcome_unknown: ConnectError")
+    transitions.finish(store, Finish(order_id, "PENDING", "outcome_unknown: ConnectError"))
     return order_id
 
 

@@ -23,9 +23,9 @@ import migrations
 import stock_service
 from inventory.local.etcd_server import start_etcd
 from inventory.local.servers import ServerProcess, free_port, start_zookeeper, wait_until
-from order_service import transitions
-from order_service.reconciler import serve
-from order_service.store import OrderStore
+from order_service.settling.reconciler import serve
+from order_service.storage import transitions
+from order_service.storage.store import OrderStore
 from shared.database.engines import make_engine
 from tests.conftest import ADMIN, make_settings, unique
 from tests.zk_proxy import CuttingProxy

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from order_service.tables import reservations
+from order_service.storage.tables import reservations
 from shared.config.settings import Settings
 from stock_service.storage.tables import stock_flow
 from tests.conftest import unique

@@ -18,13 +18,13 @@ import httpx
 import pytest
 import sqlalchemy as sa
 
-from order_service.reconcile import reconcile
-from order_service.reservation_passes import ReservationReport, reconcile_reservations
-from order_service.reservation_store import ReservationStore
-from order_service.reservations import Settlement
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
-from order_service.tables import orders, reservations
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.reservations.holds import Settlement
+from order_service.reservations.store import ReservationStore
+from order_service.settling.reconcile import reconcile
+from order_service.settling.reservations import ReservationReport, reconcile_reservations
+from order_service.storage.tables import orders, reservations
 from shared.config.settings import Settings
 from stock_service.storage.tables import stock_return
 from tests.conftest import unique

@@ -23,19 +23,19 @@ import sqlalchemy as sa
 from annotated_types import MaxLen
 
 from coordination.locks.tables import metadata as lock_metadata
-from order_service.fills import FILLS
-from order_service.model import (
+from order_service.api.schemas import IdempotencyHeaders
+from order_service.core.fills import FILLS
+from order_service.core.statuses import (
     AWAITING_PAYMENT,
     BACKORDERED,
     CANCELLED,
     CANCELLING,
     CONFIRMED,
 )
-from order_service.model import FAILED as ORDER_FAILED
-from order_service.model import PENDING as ORDER_PENDING
-from order_service.reservation_store import CONSUMED, EXPIRED, FAILED, HELD, PENDING, RELEASED
-from order_service.schemas import IdempotencyHeaders
-from order_service.tables import metadata as order_metadata
+from order_service.core.statuses import FAILED as ORDER_FAILED
+from order_service.core.statuses import PENDING as ORDER_PENDING
+from order_service.reservations.store import CONSUMED, EXPIRED, FAILED, HELD, PENDING, RELEASED
+from order_service.storage.tables import metadata as order_metadata
 from shared.config.settings import Settings
 from shared.contract import Decided
 from shared.database.columns import Exact
@@ -70,8 +70,8 @@ KEY = max_length(IdempotencyHeaders.model_fields["idempotency_key"])
 NEW_ID = 32  # shared.ids.new_id: 29 characters
 # The code cuts each reason it records at 200 characters: stock_service/storage/store.py
 # (flag_decision: a refusal names every short line's goods id), stock_service/core/
-# ledger_lines.py (a transfer's event: its reference in it), order_service/transitions.py and
-# order_service/reservation_store.py.
+# ledger_lines.py (a transfer's event: its reference in it), order_service/storage/transitions.py
+# and order_service/reservations/store.py.
 CUT = 200
 REASONS_CUT = {"flag_decision", "stock_outbox", "orders", "reservations"}
 # Lock names are goods ids or `global`; a holder is the lock backend's own id (80 at most).

@@ -11,10 +11,10 @@ import httpx
 import redis as redis_lib
 import sqlalchemy as sa
 
-from order_service.flags import FlagWriter
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
+from order_service.placing.client import StockClient
+from order_service.placing.flags import FlagWriter
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
 from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services
@@ -254,7 +254,7 @@ def test_an_unreachable_stock_service_loses_no_sale_and_voids_only_past_the_boun
 
 
 def backdate(s: Services, ages: dict[str, timedelta]) -> None:
-    from order_service.tables import orders
+    from order_service.storage.tables import orders
     from shared.database.engines import utcnow
 
     engine = sa.create_engine(s.settings.order_database_url)

@@ -1,7 +1,7 @@
 """Order hosts whose clocks disagree (each database): every deadline is set and judged by the
 database's clock, so a reservation or a hold ends the way its deadline says whichever host is
 asked. Two hosts are simulated in one process by shifting the clock the order database's
-writes stamp with (order_service.store's `now`) by +2 s for one and -2 s for the other; the
+writes stamp with (order_service.storage.store's `now`) by +2 s for one and -2 s for the other; the
 database's clock, and this test's, are the machine's own."""
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-import order_service.store
-from order_service.reservation_store import EXPIRED, HELD, ReservationStore
-from order_service.tables import orders
+import order_service.storage.store
+from order_service.reservations.store import EXPIRED, HELD, ReservationStore
+from order_service.storage.tables import orders
 from shared.config.settings import Settings
 from shared.database.engines import utcnow
 from tests.conftest import unique
@@ -47,7 +47,7 @@ def on_host(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def shift(seconds: float) -> None:
         skew = timedelta(seconds=seconds)
-        monkeypatch.setattr(order_service.store, "now", lambda: utcnow() + skew)
+        monkeypatch.setattr(order_service.storage.store, "now", lambda: utcnow() + skew)
 
     return shift
 

@@ -29,9 +29,9 @@ import pytest
 import redis as redis_lib
 
 from coordination.locks.zookeeper import ZooKeeperLocks
-from order_service.reconcile import reconcile
-from order_service.retry import CallPolicy
-from order_service.stock_client import StockClient
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
+from order_service.settling.reconcile import reconcile
 from shared.config.settings import Settings
 from tests.conftest import unique
 from tests.helpers import Services, running_services

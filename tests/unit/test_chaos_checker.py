@@ -10,7 +10,7 @@ from typing import Any
 from inventory.chaos import checker, report
 from inventory.chaos.history import FAIL, OK, UNKNOWN, Op, classify
 from inventory.check import Snapshot
-from order_service.model import HOLD_EXPIRED
+from order_service.core.statuses import HOLD_EXPIRED
 
 
 def op(
@@ -464,7 +464,7 @@ def test_the_late_attempt_story_is_counted_from_the_history_and_the_databases(
 
     import migrations
     from inventory.chaos import late_attempts
-    from order_service.tables import orders
+    from order_service.storage.tables import orders
     from shared.database.engines import make_engine
     from stock_service.storage.tables import flag_decision, stock_flow, stock_return
 
@@ -561,7 +561,7 @@ def _tombstone_databases(tmp_path: Path) -> tuple[Any, Any]:
     from datetime import datetime
 
     import migrations
-    from order_service.tables import order_details, orders
+    from order_service.storage.tables import order_details, orders
     from shared.database.engines import make_engine
     from stock_service.storage.tables import flag_decision, stock, stock_flow
 

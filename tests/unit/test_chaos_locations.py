@@ -150,7 +150,7 @@ def databases(tmp_path: Path) -> tuple[sa.Engine, sa.Engine]:
 def shop(order_engine: sa.Engine, stock_engine: sa.Engine, split: dict[str, int]) -> None:
     """p-a seeded near 2, mid 1, far 4 (7); a transfer of 2 far -> near, received; then order
     o1 of 3 units, deducted as `split` says: near (4 since the transfer) could fill it alone."""
-    from order_service.tables import order_details, orders
+    from order_service.storage.tables import order_details, orders
     from stock_service.storage.tables import (
         location,
         stock,

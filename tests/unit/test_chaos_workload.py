@@ -1,6 +1,6 @@
 """The chaos workload's orders: small ones beside a few big ones (a hundred lines of 64-
 character goods ids), whose batches are larger than the stock service takes in one body unless
-the order service cuts them (order_service/stock_batch.py)."""
+the order service cuts them (order_service/placing/batch_call.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections import Counter
 
 from inventory.chaos.after_sale import order_body
 from inventory.chaos.workload import BIG_ID_LENGTH, BIG_LINES, Workload, make_goods
-from order_service.stock_batch import body, cut, entry
+from order_service.placing.batch_call import body, cut, entry
 from shared.config.settings import Settings
 from shared.web.schemas import IDENTIFIER_PATTERN
 

@@ -11,8 +11,8 @@ import pytest
 import sqlalchemy as sa
 
 from inventory.check import REFUSED, CheckResult, run_check
-from order_service.tables import metadata as order_metadata
-from order_service.tables import order_details, orders
+from order_service.storage.tables import metadata as order_metadata
+from order_service.storage.tables import order_details, orders
 from stock_service.storage.tables import (
     backorder,
     backorder_fill,

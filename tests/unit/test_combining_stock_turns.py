@@ -1,4 +1,4 @@
-"""The order service's two groups (order_service/stock_turn.py): a batch whose stock call runs
+"""The order service's two groups (order_service/placing/turn.py): a batch whose stock call runs
 long lets the next batch form, a short call keeps its lane (its callers make the next batch
 whole), one batch of a process in a stock call at a time, and one in trouble gives its turn up
 so that batches run side by side."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import threading
 import time
 
-from order_service.stock_turn import StockTurns
+from order_service.placing.turn import StockTurns
 
 
 def test_a_long_call_lets_the_next_form_and_the_next_calls_after_it() -> None:

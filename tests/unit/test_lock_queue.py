@@ -1,7 +1,7 @@
 """The pure parts of a request's wait for a lock: the per-lock queue's bound and its bounded
 labels (stock_service/deduction/lock_queue.py), the caller's deadline read from its header
 (stock_service/deduction/caller_deadline.py), and what the order service makes of a batched call's
-`not_attempted` (order_service/stock_answers.py)."""
+`not_attempted` (order_service/placing/answers.py)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import json
 import httpx
 import pytest
 
-from order_service.retry import CallPolicy
-from order_service.stock_answers import UNKNOWN, StockAnswer, take_result
-from order_service.stock_batch import reduce_many
-from order_service.stock_client import StockClient
+from order_service.placing.answers import UNKNOWN, StockAnswer, take_result
+from order_service.placing.batch_call import reduce_many
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
 from shared.contract import CALLER_TIMEOUT_HEADER
 from stock_service.deduction import caller_deadline
 from stock_service.deduction.lock_queue import OTHER, LockQueueFull, LockQueues, TopGoods

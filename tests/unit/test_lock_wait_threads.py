@@ -1,9 +1,9 @@
 """The threads the waiters of one stalled lock may take in a stock process
 (stock_service.deduction's lock_queue.py: its thread bound) and where that bound comes from:
-half gunicorn's `--threads` (server_threads.py there). A waiting request holds its thread,
-and gunicorn's gthread worker queues every other request for a free one: past the bound, once the lock is
-stalled, a newcomer's thread is refused at once (503, Retry-After) and the other goods ids keep
-the rest of the threads."""
+half gunicorn's `--threads` (server_threads.py there). A waiting request holds its thread, and
+gunicorn's gthread worker queues every other request for a free one: past the bound, once the
+lock is stalled, a newcomer's thread is refused at once (503, Retry-After) and the other goods
+ids keep the rest of the threads."""
 
 from __future__ import annotations
 

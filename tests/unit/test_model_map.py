@@ -45,17 +45,16 @@ def test_the_map_covers_the_guards_the_model_removes() -> None:
         "stock_service.storage.store.StockWrite.set_level_fenced",
         "stock_service.storage.store.StockWrite.add_flows",  # NO_UNIQUE_ROW
         "stock_service.deduction.steps.StockDeduction.flag_live",  # FLAG_ONLY
-        "order_service.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
+        "order_service.storage.transitions.move",  # NO_STATUS_CAS, NO_RECONCILER_FENCE
         "stock_service.storage.store.StockWrite.add_decisions",  # REFUSAL_NOT_RECORDED
-        # the return's compare-and-set
-        "stock_service.storage.store.StockWrite.mark_returned",
+        "stock_service.storage.store.StockWrite.mark_returned",  # the return's compare-and-set
         "stock_service.deduction.steps.StockDeduction.cancel",  # the stock side of a return
-        "order_service.cancellation.Cancellation.cancel",  # the order side of a cancel
+        "order_service.placing.cancellation.Cancellation.cancel",  # the order side of a cancel
         "stock_service.deduction.steps.StockDeduction.adjust",  # ADJUST_UNFENCED: to the lock
         "stock_service.core.plan._adjust",  # CAS_IGNORES_EXPECTED
-        "order_service.cancellation.Cancellation.expire",  # EXPIRY_NO_STATUS_CAS
-        "order_service.store.OrderWrite.compare_and_set",  # EXPIRY_NO_STATUS_CAS
-        "order_service.reconcile.DeductAgain.settle",  # PASS_NEW_FLAG, RECONCILER_NEW_FLAG
+        "order_service.placing.cancellation.Cancellation.expire",  # EXPIRY_NO_STATUS_CAS
+        "order_service.storage.store.OrderWrite.compare_and_set",  # EXPIRY_NO_STATUS_CAS
+        "order_service.settling.reconcile.DeductAgain.settle",  # PASS_NEW_FLAG, RECONCILER_NEW_FLAG
         "stock_service.core.plan.plan",  # RETURN_NOT_ONCE (with mark_returned)
     ):
         assert guard in paths
@@ -72,9 +71,8 @@ def test_the_backorders_map_covers_the_guards_its_model_removes() -> None:
         "stock_service.deduction.decide.as_of_the_hold",  # CANCEL_READ_BEFORE_HOLD
         "stock_service.core.backorders.Backorders.serve",  # FILL_NEWEST
         "stock_service.core.backordering.serve_waiting",  # FILL_NOT_IN_COMMIT, NO_HANDOVER
-        # the lines' compare-and-sets, owed
-        "stock_service.storage.backorder_store.write_backorders",
-        "order_service.reservation_store.compare_and_set",  # STATE_NO_CAS, EXPIRY_NO_CAS
+        "stock_service.backorder_store.write_backorders",  # the lines' compare-and-sets, owed
+        "order_service.reservations.store.compare_and_set",  # STATE_NO_CAS, EXPIRY_NO_CAS
         "stock_service.storage.store.StockWrite.mark_returned",  # RETURN_NO_CAS
     ):
         assert guard in paths, guard

@@ -1,6 +1,7 @@
-"""The order side of backorders, pure (order_service/backorders.py, fills.py) and at the edge of
-the stock calls: what genOrder's `fill: backorder` becomes, what the stock service is sent, and
-what its answers (reduceStock's `backordered`, GET /flags' `backorders`) make of an order."""
+"""The order side of backorders, pure (order_service/core/fills.py, its Backorder policy) and
+at the edge of the stock calls: what genOrder's `fill: backorder` becomes, what the stock
+service is sent, and what its answers (reduceStock's `backordered`, GET /flags'
+`backorders`) make of an order."""
 
 from __future__ import annotations
 
@@ -11,16 +12,35 @@ from datetime import datetime
 import httpx
 import pytest
 
-from order_service.backorders import backordered_of, settled
-from order_service.fills import ALL, BadFill, Fill, fill_of
-from order_service.model import BACKORDERED, CONFIRMED, FAILED, OrderRequest, OrderRow
-from order_service.retry import CallPolicy
-from order_service.settlement import decided_fill, decided_status
-from order_service.stock_answers import StockAnswer, StockDecision, take_result
-from order_service.stock_batch import entry
-from order_service.stock_client import StockClient
+from order_service.core.fills import ALL, BadFill, Fill, Filled, Settled, fill_of
+from order_service.core.model import OrderRequest, OrderRow
+from order_service.core.statuses import BACKORDERED, CONFIRMED, FAILED
+from order_service.placing.answers import StockAnswer, StockDecision, take_result
+from order_service.placing.batch_call import entry
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
 
-BACKORDER = Fill(backorder=True)
+BACKORDER = Fill.of("backorder")
+
+
+def backordered_of(lines: dict[str, int], answer: object) -> Filled | None:
+    """What the Backorder policy reads of reduceStock's `backordered` answer: each line taken."""
+    settled = BACKORDER.policy.backordered(lines, answer)
+    return settled.filled if settled is not None else None
+
+
+def settled(lines: dict[str, int], flows: object, answer: object) -> Settled | None:
+    """What the Backorder policy reads of a flag decided `deducted`, as GET /flags tells it."""
+    return BACKORDER.policy.deducted(lines, flows, answer)
+
+
+def decided(decision: StockDecision, lines: dict[str, int], fill: Fill = ALL) -> Settled | None:
+    return fill.policy.decided(lines, decision.outcome, decision.flows, decision.body)
+
+
+def decided_status(decision: StockDecision, lines: dict[str, int], fill: Fill = ALL) -> str | None:
+    found = decided(decision, lines, fill)
+    return found.status if found is not None else None
 
 
 def flows(**units: int) -> list[dict[str, object]]:
@@ -34,8 +54,8 @@ def line(goods: str, wanted: int, filled: int, state: str) -> dict[str, object]:
 def test_fill_backorder_is_taken_and_asked_of_the_stock_service() -> None:
     assert fill_of("backorder", [("a", None)]) == BACKORDER
     assert BACKORDER.mode == "backorder" == BACKORDER.asked and not BACKORDER.plain
-    assert ALL.asked is None and Fill(partial=True).asked == "partial"
-    fingerprints = {OrderRequest("u", {"a": 1}, None, f).fingerprint() for f in (ALL, BACKORDER)}
+    assert ALL.asked is None and Fill.of("partial").asked == "partial"
+    fingerprints = {OrderRequest("u", {"a": 1}, None, f).fingerprint for f in (ALL, BACKORDER)}
     assert len(fingerprints) == 2
 
 
@@ -49,7 +69,7 @@ def test_a_backorder_takes_no_location_and_no_hold(
     with pytest.raises(BadFill, match=field) as refused:
         fill_of("backorder", lines, hold)
     assert refused.value.field == field
-    assert fill_of("all", lines, hold).backorder is False  # others as they were
+    assert fill_of("all", lines, hold).mode == "all"  # others as they were
 
 
 def test_a_backordered_answer_takes_what_was_on_hand_and_owes_the_rest() -> None:
@@ -100,13 +120,13 @@ def test_a_decision_makes_a_backorder_backordered_or_confirmed() -> None:
     owing = StockDecision(
         "deducted", flows(a=1), {"decision": "deducted", "backorders": [line("a", 2, 0, "waiting")]}
     )
-    assert decided_status(owing, lines, backorder=True) == BACKORDERED
-    assert decided_fill(owing, lines, BACKORDER).lines == {"a": 1}  # type: ignore[union-attr]
+    assert decided_status(owing, lines, BACKORDER) == BACKORDERED
+    assert decided(owing, lines, BACKORDER).filled.lines == {"a": 1}  # type: ignore[union-attr]
     # Read as a plain order's, the same flows are not its lines.
     assert decided_status(owing, lines) is None
     filled = StockDecision("deducted", flows(a=1), {"backorders": [line("a", 2, 2, "filled")]})
-    assert decided_status(filled, lines, backorder=True) == CONFIRMED
-    assert decided_status(StockDecision("refused", []), lines, backorder=True) == FAILED
+    assert decided_status(filled, lines, BACKORDER) == CONFIRMED
+    assert decided_status(StockDecision("refused", []), lines, BACKORDER) == FAILED
 
 
 def test_a_batch_s_backordered_result_is_a_200() -> None:
@@ -142,6 +162,8 @@ def test_a_backordered_order_answers_its_units_owed() -> None:
     assert "backordered" not in replace(owing, status=CONFIRMED).as_json()
     answer = {"flows": flows(a=1), "backordered": [{"goodsId": "a", "num": 2}]}
     request = OrderRequest("u1", {"a": 3}, None, BACKORDER)
-    fields = request.answer_fields(BACKORDERED, backordered_of({"a": 3}, answer))
+    fields = request.fill.answer_fields(
+        request.lines, BACKORDERED, backordered_of({"a": 3}, answer)
+    )
     assert fields["backordered"] == [{"goodsId": "a", "num": 2}]
     assert fields["items"] == [{"goodsId": "a", "num": 3, "filled": 1}]

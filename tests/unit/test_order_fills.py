@@ -1,4 +1,4 @@
-"""The order side of partial fill and named locations, pure (order_service/fills.py) and at the
+"""The order side of partial fill and named locations, pure (order_service/core/fills.py) and at the
 edge of the stock calls: what genOrder's `fill` and `items[].location` become, what the stock
 service is sent (an ordinary order's request byte for byte what it always was), and how a
 deducted flag's flows confirm an order. httpx.MockTransport stands in for the stock service."""
@@ -7,21 +7,31 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
+from typing import Any
 
 import httpx
 import pytest
 
-from order_service.fills import ALL, BadFill, Fill, Filled, allocations_from, fill_of, filled_from
-from order_service.model import CONFIRMED, FAILED, PENDING, OrderRequest, OrderRow
-from order_service.retry import CallPolicy
-from order_service.settlement import decided_status
-from order_service.stock_answers import REJECTED, StockAnswer, StockDecision, take_result
-from order_service.stock_batch import entry, reduce_many
-from order_service.stock_client import StockClient
+from order_service.core.fills import (
+    ALL,
+    POLICIES,
+    BadFill,
+    Fill,
+    Filled,
+    Partial,
+    allocations_from,
+    fill_of,
+)
+from order_service.core.model import OrderRequest, OrderRow
+from order_service.core.statuses import CONFIRMED, FAILED, PENDING
+from order_service.placing.answers import REJECTED, StockAnswer, StockDecision, take_result
+from order_service.placing.batch_call import entry, reduce_many
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
 
-PARTIAL = Fill(partial=True)
+PARTIAL = Fill.of("partial")
 NORTH = Fill(locations={"a": "north"})
 
 
@@ -34,7 +44,7 @@ def flows(**units: int) -> list[dict[str, object]]:
 
 def test_fill_defaults_to_all_or_nothing_and_a_plain_order_stays_plain() -> None:
     assert fill_of("all", [("a", None), ("b", None)]) == ALL
-    assert ALL.plain and not ALL.partial and ALL.mode == "all"
+    assert ALL.plain and ALL.asked is None and ALL.mode == "all"
     assert fill_of("partial", [("a", None)]) == PARTIAL and not PARTIAL.plain
 
 
@@ -58,10 +68,10 @@ def test_a_plain_order_s_fingerprint_is_the_one_it_always_had() -> None:
     """An Idempotency-Key repeated across the upgrade still finds its order."""
     request = OrderRequest("u1", {"a": 2}, 60)
     before = json.dumps({"userId": "u1", "lines": {"a": 2}, "payWithin": 60}, sort_keys=True)
-    assert request.fingerprint() == hashlib.sha256(before.encode()).hexdigest()
+    assert request.fingerprint == hashlib.sha256(before.encode()).hexdigest()
     partial = OrderRequest("u1", {"a": 2}, 60, PARTIAL)
     located = OrderRequest("u1", {"a": 2}, 60, NORTH)
-    assert len({request.fingerprint(), partial.fingerprint(), located.fingerprint()}) == 3
+    assert len({request.fingerprint, partial.fingerprint, located.fingerprint}) == 3
 
 
 # --- what a deducted flag's flows filled ------------------------------------------------------
@@ -69,20 +79,20 @@ def test_a_plain_order_s_fingerprint_is_the_one_it_always_had() -> None:
 
 def test_all_or_nothing_is_confirmed_by_exactly_its_lines() -> None:
     lines = {"a": 2, "b": 1}
-    assert filled_from(lines, flows(a=2, b=1), partial=False) == lines
-    assert filled_from(lines, flows(a=1, b=1), partial=False) is None
-    assert filled_from(lines, flows(a=2), partial=False) is None
-    assert filled_from(lines, [], partial=False) is None
-    assert filled_from(lines, None, partial=False) is None
+    assert POLICIES["all"].filled(lines, flows(a=2, b=1)) == lines
+    assert POLICIES["all"].filled(lines, flows(a=1, b=1)) is None
+    assert POLICIES["all"].filled(lines, flows(a=2)) is None
+    assert POLICIES["all"].filled(lines, []) is None
+    assert POLICIES["all"].filled(lines, None) is None
 
 
 def test_a_partial_order_s_flows_fill_some_of_a_line_and_none_of_another() -> None:
     lines = {"a": 5, "b": 2, "c": 1}
-    assert filled_from(lines, flows(a=3, c=1), partial=True) == {"a": 3, "b": 0, "c": 1}
-    assert filled_from(lines, flows(a=5, b=2, c=1), partial=True) == lines
+    assert POLICIES["partial"].filled(lines, flows(a=3, c=1)) == {"a": 3, "b": 0, "c": 1}
+    assert POLICIES["partial"].filled(lines, flows(a=5, b=2, c=1)) == lines
     # Never guessed: no flow at all, other goods, more than ordered, a zero flow.
     for wrong in ([], flows(d=1), flows(a=6), flows(a=0), [{"goodsId": "a"}], "x"):
-        assert filled_from(lines, wrong, partial=True) is None
+        assert POLICIES["partial"].filled(lines, wrong) is None
 
 
 def test_shortfalls_are_the_lines_not_filled_whole() -> None:
@@ -108,12 +118,18 @@ def test_allocations_are_kept_when_they_name_a_location_other_than_default() -> 
         assert allocations_from(nothing) == ()
 
 
+def decided_status(decision: StockDecision, lines: dict[str, int], fill: Fill = ALL) -> str | None:
+    """What the order's fill policy makes of the stock database's decision: its status."""
+    settled = fill.policy.decided(lines, decision.outcome, decision.flows, decision.body)
+    return settled.status if settled is not None else None
+
+
 def test_a_decided_deduction_confirms_a_partial_order_with_fewer_units() -> None:
     deducted = StockDecision("deducted", flows(a=1))
-    assert decided_status(deducted, {"a": 3, "b": 1}, partial=True) == CONFIRMED
+    assert decided_status(deducted, {"a": 3, "b": 1}, PARTIAL) == CONFIRMED
     # All or nothing: flows other than its lines are for a person to look at.
     assert decided_status(deducted, {"a": 3, "b": 1}) is None
-    assert decided_status(StockDecision("refused", []), {"a": 3}, partial=True) == FAILED
+    assert decided_status(StockDecision("refused", []), {"a": 3}, PARTIAL) == FAILED
 
 
 # --- the order's answers ------------------------------------------------------------------------
@@ -133,7 +149,7 @@ def test_a_plain_order_s_lines_are_what_they_always_were() -> None:
 
 
 def test_a_partial_order_gives_each_line_its_filled() -> None:
-    located = Fill(True, {"a": "north"})
+    located = Fill.of("partial", {"a": "north"})
     body = row(CONFIRMED, located, {"a": 3, "b": 0}).as_json()
     assert body["fill"] == "partial"
     assert body["items"] == [
@@ -148,10 +164,8 @@ def test_a_partial_order_gives_each_line_its_filled() -> None:
 
 def test_the_answer_adds_nothing_for_a_plain_order() -> None:
     request = OrderRequest("u1", {"a": 1})
-    assert request.answer_fields(CONFIRMED, Filled({"a": 1})) == {}
-    fields = OrderRequest("u1", {"a": 5}, None, PARTIAL).answer_fields(
-        CONFIRMED, Filled({"a": 2}, (("a", "north", 2),))
-    )
+    assert request.fill.answer_fields(request.lines, CONFIRMED, Filled({"a": 1})) == {}
+    fields = PARTIAL.answer_fields({"a": 5}, CONFIRMED, Filled({"a": 2}, (("a", "north", 2),)))
     assert fields == {
         "fill": "partial",
         "items": [{"goodsId": "a", "num": 5, "filled": 2}],
@@ -168,7 +182,7 @@ def test_an_ordinary_order_s_batch_entry_is_byte_for_byte_what_it_was() -> None:
     assert entry("f1", lines, False) == was == entry("f1", lines, False, ALL)
     held = entry("f1", lines, True)
     assert held == was[:-1] + b',"hold":true}'
-    asked = json.loads(entry("f1", lines, True, Fill(True, {"b": "north"})))
+    asked = json.loads(entry("f1", lines, True, Fill.of("partial", {"b": "north"})))
     assert asked["fill"] == "partial" and asked["hold"] is True
     assert asked["lines"] == [
         {"goodsId": "a", "goodsNum": 1},
@@ -196,7 +210,7 @@ def test_the_single_route_sends_fill_and_location_only_when_asked() -> None:
     client = client_for(handler)
     client.reduce_stock("f1", {"a": 1})
     client.reduce_stock("f1", {"a": 1}, hold=True)
-    client.reduce_stock("f1", {"a": 1, "b": 2}, fill=Fill(True, {"a": "north"}))
+    client.reduce_stock("f1", {"a": 1, "b": 2}, fill=Fill.of("partial", {"a": "north"}))
     plain, held, asked = sent
     assert str(plain.url) == "http://stock/reduceStock/f1"
     was = httpx.Request("PUT", "http://stock/x", json=[{"goodsId": "a", "goodsNum": 1}])
@@ -237,7 +251,7 @@ def test_the_batched_call_carries_each_flag_s_fill() -> None:
         return httpx.Response(200, json={"results": results})
 
     wanted = {"f1": {"a": 1}, "f2": {"a": 2}}
-    reduce_many(client_for(handler), wanted, fills={"f2": Fill(True, {"a": "north"})})
+    reduce_many(client_for(handler), wanted, fills={"f2": Fill.of("partial", {"a": "north"})})
     assert sent == [
         {"flag": "f1", "lines": [{"goodsId": "a", "goodsNum": 1}]},
         {
@@ -246,3 +260,25 @@ def test_the_batched_call_carries_each_flag_s_fill() -> None:
             "fill": "partial",
         },
     ]
+
+
+def test_a_fourth_fill_mode_is_one_class() -> None:
+    """The order's path asks its fill policy what an answer means, never the mode: a new mode
+    is a subclass, and every reading (a batch's answer, a decision) and answer follows it."""
+
+    class AtMostOne(Partial):
+        mode = asked = "one"
+
+        def filled(self, lines: Mapping[str, int], flows: Any) -> dict[str, int] | None:
+            found = super().filled(lines, flows)
+            return found if found is not None and max(found.values()) <= 1 else None
+
+    fill = Fill(AtMostOne())
+    settled = fill.policy.answered({"a": 3}, "deducted", {"flows": flows(a=1)})
+    assert settled is not None and settled.status == CONFIRMED
+    assert settled.shortfalls == ({"goodsId": "a", "requested": 3, "available": 1},)
+    assert fill.policy.answered({"a": 3}, "deducted", {"flows": flows(a=2)}) is None
+    decided = fill.policy.decided({"a": 3}, "deducted", flows(a=1))
+    assert decided is not None and decided.filled.lines == {"a": 1}
+    assert fill.asked == "one" and not fill.plain
+    assert fill.answer_fields({"a": 3}, CONFIRMED, settled.filled)["fill"] == "one"

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 ENTRIES = {
     "order service": "order_service.app",
     "stock service": "stock_service.app",
-    "reconciler": "order_service.reconciler",
+    "reconciler": "order_service.settling.reconciler",
     "relay": "stock_service.ledger.relay",
 }
 PRODUCT = ("order_service", "stock_service", "shared", "coordination")

@@ -1,6 +1,6 @@
 import random
 
-from order_service.retry import RetryBudget
+from order_service.placing.retry import RetryBudget
 
 
 class FakeClock:

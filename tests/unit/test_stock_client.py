@@ -10,9 +10,9 @@ import httpx
 import pytest
 
 import order_service
-from order_service.retry import CallPolicy
-from order_service.stock_batch import body, cut, entry, reduce_many
-from order_service.stock_client import StockClient
+from order_service.placing.batch_call import body, cut, entry, reduce_many
+from order_service.placing.client import StockClient
+from order_service.placing.retry import CallPolicy
 from shared.config.settings import Settings
 
 
@@ -84,7 +84,7 @@ def test_exhausted_retries_leave_the_outcome_unknown_with_the_last_error() -> No
 
 # A batch never decides a member's answer: a refusal of the whole call is no refusal of its
 # orders, and a refusal after an attempt with no answer (which may have deducted) is no
-# rejection. The batched route's client is order_service/stock_batch.py.
+# rejection. The batched route's client is order_service/placing/batch_call.py.
 
 LINE = [{"goodsId": "g1", "goodsNum": 1}]
 

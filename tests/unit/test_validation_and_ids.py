@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from coordination.locks import lock_names
-from order_service.schemas import IdempotencyHeaders, order_body_model
+from order_service.api.schemas import IdempotencyHeaders, order_body_model
 from shared.ids import new_id
 from shared.web.http_errors import ApiError
 from shared.web.schemas import IDENTIFIER_PATTERN, merge_lines, validation_message

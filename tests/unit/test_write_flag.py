@@ -9,7 +9,7 @@ from typing import Any
 
 import redis
 
-from order_service.flags import FlagWriter
+from order_service.placing.flags import FlagWriter
 from shared.config.settings import Settings
 
 FLAG_WRITE_SECONDS = Settings().flag_write_seconds

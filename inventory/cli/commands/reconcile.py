@@ -1,4 +1,5 @@
-"""`inventory reconcile`: one settlement pass by hand (order_service/reconcile.py does it)."""
+"""`inventory reconcile`: one settlement pass by hand (order_service/settling/reconcile.py
+does it)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from datetime import timedelta
 
-    from order_service.reconciler import pass_once
+    from order_service.settling.reconciler import pass_once
 
     state = stack_state.load_state()
     if state is None and not (

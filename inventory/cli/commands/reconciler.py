@@ -1,5 +1,5 @@
 """`inventory reconciler`: one instance of the elected reconciler, until SIGTERM or ^C, with
-the running stack's settings: `python -m order_service.reconciler` (the product's own entry
+the running stack's settings: `python -m order_service.settling.reconciler` (the product's own entry
 point, configured by its environment alone) given the stack's environment."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from order_service.reconciler import serve
+    from order_service.settling.reconciler import serve
     from shared.programs import run_singleton
 
     state = stack_state.load_state()
