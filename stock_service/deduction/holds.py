@@ -203,7 +203,7 @@ class BatchRunner:
             expired = [i for i in rest if i not in ready and (deadlines[i] <= now or i in gone)]
             for i in expired:
                 missing = sorted(needs[i] - claim.held)
-                self.queues.mark_stalled(missing)  # what it waited out, not what it held
+                self.queues.mark_stalled(missing[:1])  # the one it waited on (taken in order)
                 results[i] = LockTimeout(f"lock {missing[0]!r} not acquired in time")
             self._answer_now(requests, ready + expired, results, handle)
             rest = [i for i in rest if i not in ready and i not in expired]

@@ -15,9 +15,11 @@ in that queue just as long (the chaos fault stall-lock-holder found it: buyers o
 answered after the 4 s call timeout). So the threads that wait for one lock are bounded, to
 half the process's (server_threads.py), once it is stalled: one of them has waited
 `stalled_after` (the batch's patience, after which a batch treats a name as held elsewhere), or
-one waited that long and left without it. A newcomer's thread past it is refused at once, as
-past LOCK_QUEUE_MAX, and the process keeps the other threads for the other goods ids. A healthy
-hot lock is never bounded so: its waiters are served within a hold or two, well within the patience.
+a request waited out its time for it (mark_stalled) and none had it since. A newcomer's thread
+past it is refused at once, as past LOCK_QUEUE_MAX, and the process keeps the other threads for
+the other goods ids. A healthy hot lock is not bounded so: its waiters are served within a hold
+or two, within the patience. And once a lock is so marked, a request naming it beside other
+names is refused at once: it would hold those (another hot goods id's) while it waits.
 
 The queue lengths are published by goods id for the longest queues only (TopGoods): the
 process's ten longest at a time, at most a hundred goods ids over its life, the rest summed as
@@ -39,6 +41,10 @@ OTHER = "other"
 TOP = 10  # goods ids shown by their own label at a time
 LABELS = 100  # goods ids ever shown by their own label, per process
 SHOWN_AT = 2  # waiters before a goods id is shown: one in flight is no queue
+# How long a lock stays marked stalled after a request waited out its time for it: a mark that
+# outlived its stall would refuse for ever the requests that name it beside others (a big
+# order's goods ids, only ever asked for together, after a fault had their waiters time out).
+STALLED_MARK = 2.0
 # What a refusal asks the caller to wait: its queue is full behind a stalled or saturated
 # holder; a second is many holds of a healthy one (HTTP's Retry-After is in whole seconds).
 RETRY_AFTER_SECONDS = 1
@@ -149,7 +155,7 @@ class LockQueues:
         # request of this process has them again. The threads that waited that long leave at
         # their callers' deadlines (a batched call's at its budget), and the next ones, young,
         # are not let take every thread again
-        self._stalled: set[str] = set()
+        self._stalled: dict[str, float] = {}  # name -> until when (time.monotonic())
         self._guard = threading.Lock()
 
     def join(self, request: object, names: Iterable[str], goods_ids: Iterable[str]) -> None:
@@ -178,14 +184,14 @@ class LockQueues:
     def _threads_full(self, name: str, thread: int, now: float) -> bool:
         """Whether a new thread may not wait for `name`: `thread_bound` threads wait for it
         already, and it is stalled: one of them has waited `stalled_after` or longer, or a
-        request waited that long and left without it, and none had it since."""
+        request waited out its time for it and none had it since."""
         waiting = self._threads.get(name)
         if self.thread_bound is None or not waiting or thread in waiting:
             return False
         if len(waiting) < self.thread_bound:
             return False
         oldest = min(since for _, since in waiting.values())
-        return name in self._stalled or now - oldest >= self.stalled_after
+        return self._stalled.get(name, 0.0) > now or now - oldest >= self.stalled_after
 
     def _hostage(self, wanted: tuple[str, ...], name: str) -> bool:
         """Whether a request of several names would hold the others while it waits for `name`,
@@ -193,7 +199,9 @@ class LockQueues:
         the stalled one, each such claim holding it up to partial_hold). Refused at once. Only
         once a request left without `name` (its deadline, budget or partial_hold over): a
         lock merely slow to come (a busy hot goods id's) refuses nobody."""
-        return self.thread_bound is not None and len(wanted) > 1 and name in self._stalled
+        if self.thread_bound is None or len(wanted) < 2:
+            return False
+        return self._stalled.get(name, 0.0) > time.monotonic()
 
     def _refuse(
         self, name: str, goods: tuple[str, ...], waiters: int, threads: bool = False
@@ -217,7 +225,7 @@ class LockQueues:
                 mine = self._threads[name]
                 count, since = mine[thread]
                 if held:
-                    self._stalled.discard(name)
+                    self._stalled.pop(name, None)
                 if count > 1:
                     mine[thread] = (count - 1, since)
                 elif len(mine) > 1:
@@ -226,13 +234,15 @@ class LockQueues:
                     del self._threads[name]
 
     def mark_stalled(self, names: Iterable[str]) -> None:
-        """A request waited out its time for `names` and left without them: stalled, until a
-        request of this process has them (leave with `held`). Only the names it lacked: a
-        name it held meanwhile (a hot goods id beside the stalled one) is no stalled one."""
+        """A request waited out its time for `names` and left without them: stalled for
+        STALLED_MARK s (each such request marks it again), or until a request of this process
+        has them (leave with `held`). Only the names it lacked: a name it held meanwhile (a hot
+        goods id beside the stalled one) is no stalled one."""
+        now = time.monotonic()
         with self._guard:
-            if len(self._stalled) >= LABELS:  # many stalled at once: forget the old ones
-                self._stalled.clear()
-            self._stalled.update(names)
+            if len(self._stalled) >= LABELS:  # many marked: forget those past
+                self._stalled = {n: t for n, t in self._stalled.items() if t > now}
+            self._stalled.update(dict.fromkeys(names, now + STALLED_MARK))
 
     def waiters(self, name: str) -> int:
         with self._guard:

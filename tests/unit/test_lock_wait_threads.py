@@ -13,6 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from stock_service.deduction import lock_queue
 from stock_service.deduction.lock_queue import LockQueueFull, LockQueues
 from stock_service.deduction.server_threads import gunicorn_threads, lock_wait_threads
 
@@ -135,3 +136,17 @@ def test_a_request_of_several_names_one_of_them_stalled_is_refused_holding_none(
     queues.join(done, ["hot0"], ["hot0"])
     queues.leave(done, held=True)  # had it: stalled no more
     assert in_thread(queues, Key(), ["hot0", "hot1"]) is None
+
+
+def test_a_stalled_mark_expires_so_a_lock_asked_for_only_with_others_is_not_refused_for_ever(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A big order's goods ids are only ever asked for together: a mark left by a fault (its
+    waiters timed out) must not refuse them once the fault is over (a quick run's reconciler
+    was refused for two minutes, 71 orders left PENDING)."""
+    monkeypatch.setattr(lock_queue, "STALLED_MARK", STALLED_AFTER)
+    queues = LockQueues(256, "zookeeper", thread_bound=4, stalled_after=STALLED_AFTER)
+    queues.mark_stalled(["big1"])
+    assert isinstance(in_thread(queues, Key(), ["big1", "big2"]), LockQueueFull)
+    time.sleep(STALLED_AFTER * 2)
+    assert in_thread(queues, Key(), ["big1", "big2"]) is None
