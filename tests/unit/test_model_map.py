@@ -71,7 +71,7 @@ def test_the_backorders_map_covers_the_guards_its_model_removes() -> None:
         "stock_service.deduction.decide.as_of_the_hold",  # CANCEL_READ_BEFORE_HOLD
         "stock_service.core.backorders.Backorders.serve",  # FILL_NEWEST
         "stock_service.core.backordering.serve_waiting",  # FILL_NOT_IN_COMMIT, NO_HANDOVER
-        "stock_service.storage.backorder_store.write_backorders",  # the lines' compare-and-sets, owed
+        "stock_service.storage.backorder_store.write_backorders",  # lines' compare-and-sets
         "order_service.reservations.store.compare_and_set",  # STATE_NO_CAS, EXPIRY_NO_CAS
         "stock_service.storage.store.StockWrite.mark_returned",  # RETURN_NO_CAS
     ):
