@@ -87,7 +87,11 @@ def unique_key_lock(console: Console | None = None, unfenced: bool = False) -> S
 
 def _dead_holder(story: Story) -> dict[str, Any]:
     prefix = f"sc-ukc-{uuid.uuid4().hex[:6]}-"
-    with worker_fault("unique-key-crash", prefix, 5, "kill_in_transaction", **ENV) as rig:
+    # Alice's retry waits out the dead holder's row (its TTL): the stock service waits for a
+    # lock no longer than its caller, so the call's timeout is longer than the TTL here (with
+    # the stories' 1 s, both retries could end before the row expired: her order left PENDING).
+    calls = {**ENV, "STOCK_CALL_TIMEOUT": str(TTL + 3)}
+    with worker_fault("unique-key-crash", prefix, 5, "kill_in_transaction", **calls) as rig:
         state, client, goods = rig.state, rig.client, rig.goods
         engine = make_engine(state.stock_database_url)
         story.step(
