@@ -145,7 +145,11 @@ class EtcdLocks(LockBackend):
             with self._guard:
                 leases = list(self._leases)
             for lease in leases:
-                self._keep_alive(lease)
+                try:
+                    self._keep_alive(lease)
+                except Exception:  # a malformed reply (a proxy's page) for one lease never
+                    # stops the others' renewals: unrenewed, it is distrusted by its own TTL
+                    log.exception("etcd lease %s not renewed", lease.hex)
 
     def _keep_alive(self, lease: EtcdLease) -> None:
         sent = time.monotonic()

@@ -125,7 +125,11 @@ class RedisLocks(LockBackend):
             with self._guard:
                 entries = list(self._held)
             for entry in entries:
-                self._renew(entry)
+                try:
+                    self._renew(entry)
+                except Exception:  # one entry's surprise never stops the others' renewals:
+                    # unrenewed, that lease stops being trusted by its own TTL
+                    log.exception("redis lock %s not renewed", entry.lock.name)
 
     @staticmethod
     def _renew(entry: _Held) -> None:

@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis as redis_lib
@@ -160,6 +161,32 @@ def test_redis_watchdog_renews_a_lease_held_longer_than_its_ttl(
         lease.check()
     assert client.exists(f"inventory:lock:{name}") == 0
     locks.close()
+
+
+def test_redis_watchdog_goes_on_renewing_when_one_lock_fails_unexpectedly(
+    redis_server: ServerProcess,
+) -> None:
+    """A surprise renewing one lock (not a Redis error: a bug, a malformed reply) costs that
+    lock its lease, never the watchdog thread and every other lock's renewals."""
+    client = redis_lib.Redis.from_url(f"redis://{redis_server.address}/0")
+    locks = RedisLocks(client, ttl=0.6)
+    broken, kept = unique("lock"), unique("lock")
+
+    def surprise() -> None:
+        raise ValueError("a reply nobody expected")
+
+    try:
+        with locks.hold([broken], timeout=5) as first, locks.hold([kept], timeout=5) as second:
+            for entry in list(locks._held):
+                if entry.lock.name == f"inventory:lock:{broken}":
+                    entry.lock.reacquire = surprise  # type: ignore[method-assign]
+            time.sleep(1.5)  # more than twice the TTL
+            assert client.exists(f"inventory:lock:{kept}") == 1
+            second.check()
+            assert not first.still_held()  # unrenewed: distrusted by its own TTL
+            assert locks._watchdog is not None and locks._watchdog.is_alive()
+    finally:
+        locks.close()
 
 
 def test_redis_lease_whose_key_was_taken_reports_itself_lost(redis_server: ServerProcess) -> None:
@@ -331,6 +358,32 @@ def test_etcd_lease_that_expired_reports_itself_lost(etcd_server: ServerProcess)
             with other.hold([name], timeout=2) as second:
                 assert second.tokens[name] > lease.tokens[name]  # type: ignore[operator]
             other.close()
+    finally:
+        locks.close()
+
+
+def test_etcd_keeper_goes_on_renewing_when_one_lease_fails_unexpectedly(
+    etcd_server: ServerProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A keep-alive answered with something unreadable for one lease (a proxy's page, a bug)
+    costs that lease its trust, never the keeper thread and every other lease's renewals."""
+    locks = EtcdLocks([f"http://{etcd_server.address}"], ttl=1.5, prefix=f"{unique('t')}/")
+    post = locks.gateway.post
+    try:
+        with locks.hold([unique("lock")], timeout=5) as first:
+            (broken,) = list(locks._leases)
+
+            def answer(path: str, body: dict[str, Any], timeout: float | None = None) -> Any:
+                if path == "/v3/lease/keepalive" and body.get("ID") == broken.id:
+                    raise ValueError("Expecting value: line 1 column 1 (char 0)")
+                return post(path, body, timeout)
+
+            monkeypatch.setattr(locks.gateway, "post", answer)
+            with locks.hold([unique("lock")], timeout=5) as second:
+                time.sleep(3.5)  # more than twice the TTL
+                second.check()
+                assert not first.still_held()
+                assert locks._keeper is not None and locks._keeper.is_alive()
     finally:
         locks.close()
 
