@@ -179,7 +179,7 @@ def test_redis_watchdog_goes_on_renewing_when_one_lock_fails_unexpectedly(
         with locks.hold([broken], timeout=5) as first, locks.hold([kept], timeout=5) as second:
             for entry in list(locks._held):
                 if entry.lock.name == f"inventory:lock:{broken}":
-                    entry.lock.reacquire = surprise  # type: ignore[method-assign]
+                    entry.lock.reacquire = surprise  # type: ignore[method-assign,assignment]
             time.sleep(1.5)  # more than twice the TTL
             assert client.exists(f"inventory:lock:{kept}") == 1
             second.check()
