@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
+from order_service.core.buyer_limits import LimitExceeded, Wanted
 from order_service.core.fills import Filled, allocations_from
 from order_service.core.model import OrderRequest, OrderState, Placement
 from order_service.core.statuses import AWAITING_PAYMENT
@@ -121,6 +122,12 @@ class ReservationOrders:
             dict(found.lines), allocations_from({"allocations": list(found.allocations)})
         )
         with self.reservations.writing() as write:
+            rules = self.reservations.rules
+            if rules is not None:  # perBuyer: the order counts; its units were held already
+                wanted = Wanted(rid, request.user_id, dict(found.lines))
+                refused = rules.check(write.conn, write.stamp, [wanted])
+                if refused:
+                    raise LimitExceeded(refused[rid])
             at = write.clock()  # before expires_at by the database's clock, whichever host
             moved = compare_and_set(
                 write.conn, rid, (HELD,), CONSUMED, f"consumed: order {rid}", at, False

@@ -1,0 +1,188 @@
+"""The flash-sale rules' rows (docs/buyer-limits.md): a goods id's limits, and the check run inside
+the transaction that creates orders or a reservation.
+
+The check, in the creating transaction, before anything of the requests is written:
+1. the limits of their goods ids (one SELECT; none and no BUYER_MAX_HELD_DEFAULT: done);
+2. a row per (buyer, goods id) under a rule written if absent, then locked (SELECT ... FOR
+   UPDATE), in sorted order: two transactions of one buyer for one goods id are decided one
+   after the other (on PostgreSQL and MariaDB by the row lock; on SQLite every write
+   transaction is BEGIN IMMEDIATE, one at a time);
+3. what each buyer has: the units of the goods id in its orders not FAILED or CANCELLED, and
+   held in its pending or held reservations and unpaid holds, counted from the rows under the
+   lock (READ COMMITTED on PostgreSQL and MariaDB: each statement sees the latest commits, the
+   previous holder's included);
+4. core/buyer_limits.py's judge, in the requests' order.
+A cancel or a failure changes an order's status and nothing here: the next count sees it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+
+from prometheus_client import Counter
+from sqlalchemy import and_, case, func, select
+from sqlalchemy.dialects import mysql, postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from order_service.core.buyer_limits import (
+    LimitRefusal,
+    Limits,
+    Pair,
+    Wanted,
+    judge,
+    limited_pairs,
+)
+from order_service.core.statuses import AWAITING_PAYMENT, CANCELLED, FAILED, PENDING
+from order_service.storage.store import DB, OrderStore
+from order_service.storage.tables import (
+    buyer_goods,
+    buyer_limits,
+    order_details,
+    orders,
+    reservation_lines,
+    reservations,
+)
+from shared.database.engines import transaction
+
+LIMIT_REFUSALS = Counter(
+    "buyer_limit_refusals_total",
+    "Requests refused by a flash-sale rule per buyer, by reason (limit_per_buyer, limit_held)",
+    ["reason"],
+)
+# The reservations' states whose units are held (order_service/reservations/store.py).
+HELD_STATES = ("pending", "held")
+_O, _D = orders.c, order_details.c
+
+
+class BuyerRules:
+    """The rules' reads and writes, and the check of a creating transaction."""
+
+    def __init__(self, held_default: int | None = None) -> None:
+        self.held_default = held_default
+
+    def check(
+        self, conn: Connection, stamp: datetime, wanted: list[Wanted]
+    ) -> dict[str, LimitRefusal]:
+        """The requests refused (by key), judged in order under the buyers' rows' locks, in
+        the caller's transaction (see the module)."""
+        goods_ids = sorted({g for w in wanted if w.user_id is not None for g in w.lines})
+        if not goods_ids:
+            return {}
+        limits = read_limits(conn, goods_ids)
+        if not limits and self.held_default is None:
+            return {}
+        pairs = limited_pairs(wanted, limits, self.held_default)
+        if not pairs:
+            return {}
+        lock(conn, pairs, stamp)
+        had = units_had(conn, pairs) if any(w.orders for w in wanted) else {}
+        held = units_held(conn, pairs) if any(w.holds for w in wanted) else {}
+        return judge(wanted, limits, self.held_default, had, held)
+
+    def put(self, store: OrderStore, goods_id: str, limits: Limits) -> Limits:
+        """A goods id's rules replaced (both None: the row removed, no rule)."""
+        with store.writing() as write:
+            conn = write.conn
+            conn.execute(buyer_limits.delete().where(buyer_limits.c.goods_id == goods_id))
+            if limits.per_buyer is not None or limits.max_held is not None:
+                conn.execute(
+                    buyer_limits.insert(),
+                    {
+                        "goods_id": goods_id,
+                        "per_buyer": limits.per_buyer,
+                        "max_held": limits.max_held,
+                        "updated_at": write.stamp,
+                    },
+                )
+        return limits
+
+    def get(self, store: OrderStore, goods_id: str) -> Limits:
+        with transaction(store.engine, DB, read_only=True) as conn:
+            return read_limits(conn, [goods_id]).get(goods_id, Limits())
+
+
+def read_limits(conn: Connection, goods_ids: Iterable[str]) -> dict[str, Limits]:
+    rows = conn.execute(
+        select(buyer_limits).where(buyer_limits.c.goods_id.in_(list(goods_ids)))
+    ).mappings()
+    return {r["goods_id"]: Limits(_int(r["per_buyer"]), _int(r["max_held"])) for r in rows}
+
+
+def lock(conn: Connection, pairs: list[Pair], stamp: datetime) -> None:
+    """Each (buyer, goods id) row written if absent, then locked to the commit, in `pairs`'
+    (sorted) order. MariaDB's upsert takes the row's exclusive lock at once (an INSERT IGNORE
+    would take a shared one, and two of them would deadlock upgrading it)."""
+    for user_id, goods_id in pairs:
+        values = {"user_id": user_id, "goods_id": goods_id, "created_at": stamp}
+        name = conn.dialect.name
+        if name == "postgresql":
+            conn.execute(postgresql.insert(buyer_goods).values(values).on_conflict_do_nothing())
+        elif name in ("mysql", "mariadb"):
+            upsert = mysql.insert(buyer_goods).values(values)
+            conn.execute(upsert.on_duplicate_key_update(created_at=buyer_goods.c.created_at))
+        else:
+            conn.execute(sqlite.insert(buyer_goods).values(values).on_conflict_do_nothing())
+        conn.execute(
+            select(buyer_goods.c.user_id)
+            .where(buyer_goods.c.user_id == user_id, buyer_goods.c.goods_id == goods_id)
+            .with_for_update()
+        )
+
+
+def units_had(conn: Connection, pairs: list[Pair]) -> dict[Pair, int]:
+    """The units of each (buyer, goods id) in the buyer's orders not FAILED or CANCELLED (a
+    partial fill's confirmed line: what it filled)."""
+    units = case(
+        (and_(_O.fill_mode == "partial", _D.filled.is_not(None)), _D.filled),
+        else_=_D.goods_num,
+    )
+    found: dict[Pair, int] = {}
+    for user_id, goods_id in pairs:
+        query = (
+            select(func.coalesce(func.sum(units), 0))
+            .select_from(orders.join(order_details, _D.order_id == _O.id))
+            .where(
+                _O.user_id == user_id,
+                _O.status.not_in([FAILED, CANCELLED]),
+                _D.goods_id == goods_id,
+            )
+        )
+        found[(user_id, goods_id)] = int(conn.execute(query).scalar() or 0)
+    return found
+
+
+def units_held(conn: Connection, pairs: list[Pair]) -> dict[Pair, int]:
+    """The units of each (buyer, goods id) held: in its pending or held reservations, and in
+    its unpaid holds (orders with payWithinSeconds, PENDING or AWAITING_PAYMENT)."""
+    _R, _L = reservations.c, reservation_lines.c
+    found: dict[Pair, int] = {}
+    for user_id, goods_id in pairs:
+        reserved = (
+            select(func.coalesce(func.sum(_L.num), 0))
+            .select_from(reservations.join(reservation_lines, _L.reservation_id == _R.id))
+            .where(_R.user_id == user_id, _R.state.in_(HELD_STATES), _L.goods_id == goods_id)
+        )
+        holds = (
+            select(func.coalesce(func.sum(_D.goods_num), 0))
+            .select_from(orders.join(order_details, _D.order_id == _O.id))
+            .where(
+                _O.user_id == user_id,
+                _O.status.in_([PENDING, AWAITING_PAYMENT]),
+                _O.pay_within.is_not(None),
+                _D.goods_id == goods_id,
+            )
+        )
+        total = int(conn.execute(reserved).scalar() or 0) + int(conn.execute(holds).scalar() or 0)
+        found[(user_id, goods_id)] = total
+    return found
+
+
+def counted(refusals: Mapping[str, LimitRefusal]) -> None:
+    """The refusals committed, counted by reason (the metric)."""
+    for refusal in refusals.values():
+        LIMIT_REFUSALS.labels(refusal.reason).inc()
+
+
+def _int(value: object) -> int | None:
+    return None if value is None else int(value)  # type: ignore[call-overload]
