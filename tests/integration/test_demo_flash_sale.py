@@ -11,9 +11,10 @@ from typing import Any
 
 import pytest
 
+from inventory import scenarios
 from inventory.check.buyers import BuyerOrder
 from inventory.local.servers import ServerProcess
-from inventory.scenarios import clicks, flash_sale
+from inventory.scenarios import clicks
 from inventory.scenarios.clicks import LIMITED, OTHER, PLACED, SOLD_OUT, Click, facts, sale_ok
 
 G = "sc-fs-test-console"
@@ -143,7 +144,7 @@ def test_the_flash_sale_serves_one_unit_to_each_of_100_buyers(
         "ZK_HOSTS": zk_server.address,
         "REDIS_URL": f"redis://{redis_server.address}/0",
     }
-    result = flash_sale.flash_sale(env=env)
+    result = scenarios.flash_sale(env=env)
     said = result.facts
     assert result.ok, (result.verdict, {k: v for k, v in said.items() if k != "others"})
     # Exactly 100 CONFIRMED, to 100 distinct buyers, one unit each.
