@@ -24,7 +24,7 @@ class BuyerOrder:
     user: str
     status: str
     reason: str | None
-    lines: dict[str, int] = field(default_factory=dict)  # goods id -> units
+    lines: dict[str, int] = field(default_factory=dict)  # goods id read -> units
 
     @property
     def refused_by_the_limit(self) -> bool:
@@ -54,7 +54,8 @@ def read_buyer_orders(
     order_engine: Engine, goods_ids: Sequence[str], ids: Sequence[str] = (), chunk: int = 500
 ) -> dict[str, BuyerOrder]:
     """Order id -> the order, for every order with a line of one of `goods_ids`, and the
-    orders `ids` names (an answer's order, whatever its lines)."""
+    orders `ids` names (an answer's order, whatever its lines); its `lines`: its units of
+    `goods_ids` (the lines of other goods are not read)."""
     rows: dict[str, tuple[str, str, str | None]] = {}
     lines: dict[str, dict[str, int]] = defaultdict(dict)
     o, d = orders.c, order_details.c
