@@ -20,11 +20,14 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-PER_BUYER = "limit_per_buyer"
-HELD = "limit_held"
+from order_service.core.statuses import LIMIT_HELD, LIMIT_PER_BUYER
+from shared.config.settings_checks import BUYER_LIMIT_CEILING
+
+PER_BUYER = LIMIT_PER_BUYER
+HELD = LIMIT_HELD
 REASONS = (PER_BUYER, HELD)
 # A limit's largest value (PUT /buyer-limits: above it, 422): the stock service's largest level.
-BUYER_LIMIT_MAX = 1_000_000_000
+BUYER_LIMIT_MAX = BUYER_LIMIT_CEILING
 # The stored reason of a refused order: its code, then what the answer names.
 _TEXT = re.compile(r"^(limit_per_buyer|limit_held): goodsId=(.+) limit=(\d+) had=(\d+)$")
 

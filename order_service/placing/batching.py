@@ -16,6 +16,10 @@ a lock hold. An order whose outcome the batch could not learn (no answer, a `dup
 without rows) goes back to its own request's thread, which polls the stock flow and voids as a
 lone order would (order_service/placing/flow.py): the slow path never holds up a batch.
 
+The batch's transaction also judges the flash-sale rules per buyer (docs/buyer-limits.md) under
+each buyer's row lock, its members in order: a member refused is written FAILED in it, and
+answered 409 at once with no flag and no stock call; the others go on as if it never came.
+
 A batch's orders are written only once it runs: a request queued past its patience is
 answered 503 with nothing written, so an order's age (the reconciler's rule) starts with it.
 """

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from datetime import datetime
+from typing import Any
 
 from prometheus_client import Counter
-from sqlalchemy import and_, case, func, select
+from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import Connection
 
@@ -110,71 +111,83 @@ def read_limits(conn: Connection, goods_ids: Iterable[str]) -> dict[str, Limits]
 
 
 def lock(conn: Connection, pairs: list[Pair], stamp: datetime) -> None:
-    """Each (buyer, goods id) row written if absent, then locked to the commit, in `pairs`'
-    (sorted) order. MariaDB's upsert takes the row's exclusive lock at once (an INSERT IGNORE
-    would take a shared one, and two of them would deadlock upgrading it)."""
-    for user_id, goods_id in pairs:
-        values = {"user_id": user_id, "goods_id": goods_id, "created_at": stamp}
-        name = conn.dialect.name
-        if name == "postgresql":
-            conn.execute(postgresql.insert(buyer_goods).values(values).on_conflict_do_nothing())
-        elif name in ("mysql", "mariadb"):
-            upsert = mysql.insert(buyer_goods).values(values)
-            conn.execute(upsert.on_duplicate_key_update(created_at=buyer_goods.c.created_at))
-        else:
-            conn.execute(sqlite.insert(buyer_goods).values(values).on_conflict_do_nothing())
-        conn.execute(
-            select(buyer_goods.c.user_id)
-            .where(buyer_goods.c.user_id == user_id, buyer_goods.c.goods_id == goods_id)
-            .with_for_update()
-        )
+    """Each (buyer, goods id) row written if absent, then locked to the commit, in `pairs'`
+    (sorted) order: one statement each for all of them (a round trip is the cost here, not
+    the rows). MariaDB's upsert takes the rows' exclusive locks at once (an INSERT IGNORE would
+    take shared ones, and two of them would deadlock upgrading them)."""
+    if not pairs:
+        return
+    values = [{"user_id": u, "goods_id": g, "created_at": stamp} for u, g in pairs]
+    name = conn.dialect.name
+    if name == "postgresql":
+        conn.execute(postgresql.insert(buyer_goods).values(values).on_conflict_do_nothing())
+    elif name in ("mysql", "mariadb"):
+        upsert = mysql.insert(buyer_goods).values(values)
+        conn.execute(upsert.on_duplicate_key_update(created_at=buyer_goods.c.created_at))
+    else:
+        conn.execute(sqlite.insert(buyer_goods).values(values).on_conflict_do_nothing())
+    _G = buyer_goods.c
+    conn.execute(
+        select(_G.user_id)
+        .where(_among(_G.user_id, _G.goods_id, pairs))
+        .order_by(_G.user_id, _G.goods_id)
+        .with_for_update()
+    ).all()
+
+
+def _among(user: Any, goods: Any, pairs: list[Pair]) -> Any:
+    """(user, goods) is one of `pairs`: an OR of ANDs, which every database plans as lookups
+    on the index whose leading columns they are."""
+    return or_(*(and_(user == u, goods == g) for u, g in pairs))
 
 
 def units_had(conn: Connection, pairs: list[Pair]) -> dict[Pair, int]:
     """The units of each (buyer, goods id) in the buyer's orders not FAILED or CANCELLED (a
-    partial fill's confirmed line: what it filled)."""
+    partial fill's confirmed line: what it filled). One statement."""
     units = case(
         (and_(_O.fill_mode == "partial", _D.filled.is_not(None)), _D.filled),
         else_=_D.goods_num,
     )
-    found: dict[Pair, int] = {}
-    for user_id, goods_id in pairs:
-        query = (
-            select(func.coalesce(func.sum(units), 0))
-            .select_from(orders.join(order_details, _D.order_id == _O.id))
-            .where(
-                _O.user_id == user_id,
-                _O.status.not_in([FAILED, CANCELLED]),
-                _D.goods_id == goods_id,
-            )
-        )
-        found[(user_id, goods_id)] = int(conn.execute(query).scalar() or 0)
-    return found
+    query = (
+        select(_O.user_id, _D.goods_id, func.sum(units))
+        .select_from(orders.join(order_details, _D.order_id == _O.id))
+        .where(_among(_O.user_id, _D.goods_id, pairs), _O.status.not_in([FAILED, CANCELLED]))
+        .group_by(_O.user_id, _D.goods_id)
+    )
+    return _by_pair(pairs, conn.execute(query).all())
 
 
 def units_held(conn: Connection, pairs: list[Pair]) -> dict[Pair, int]:
     """The units of each (buyer, goods id) held: in its pending or held reservations, and in
-    its unpaid holds (orders with payWithinSeconds, PENDING or AWAITING_PAYMENT)."""
+    its unpaid holds (orders with payWithinSeconds, PENDING or AWAITING_PAYMENT). Two
+    statements."""
     _R, _L = reservations.c, reservation_lines.c
-    found: dict[Pair, int] = {}
-    for user_id, goods_id in pairs:
-        reserved = (
-            select(func.coalesce(func.sum(_L.num), 0))
-            .select_from(reservations.join(reservation_lines, _L.reservation_id == _R.id))
-            .where(_R.user_id == user_id, _R.state.in_(HELD_STATES), _L.goods_id == goods_id)
+    reserved = (
+        select(_R.user_id, _L.goods_id, func.sum(_L.num))
+        .select_from(reservations.join(reservation_lines, _L.reservation_id == _R.id))
+        .where(_among(_R.user_id, _L.goods_id, pairs), _R.state.in_(HELD_STATES))
+        .group_by(_R.user_id, _L.goods_id)
+    )
+    holds = (
+        select(_O.user_id, _D.goods_id, func.sum(_D.goods_num))
+        .select_from(orders.join(order_details, _D.order_id == _O.id))
+        .where(
+            _among(_O.user_id, _D.goods_id, pairs),
+            _O.status.in_([PENDING, AWAITING_PAYMENT]),
+            _O.pay_within.is_not(None),
         )
-        holds = (
-            select(func.coalesce(func.sum(_D.goods_num), 0))
-            .select_from(orders.join(order_details, _D.order_id == _O.id))
-            .where(
-                _O.user_id == user_id,
-                _O.status.in_([PENDING, AWAITING_PAYMENT]),
-                _O.pay_within.is_not(None),
-                _D.goods_id == goods_id,
-            )
-        )
-        total = int(conn.execute(reserved).scalar() or 0) + int(conn.execute(holds).scalar() or 0)
-        found[(user_id, goods_id)] = total
+        .group_by(_O.user_id, _D.goods_id)
+    )
+    found = _by_pair(pairs, conn.execute(reserved).all())
+    for pair, units in _by_pair(pairs, conn.execute(holds).all()).items():
+        found[pair] += units
+    return found
+
+
+def _by_pair(pairs: list[Pair], rows: Iterable[Any]) -> dict[Pair, int]:
+    found = dict.fromkeys(pairs, 0)
+    for user_id, goods_id, units in rows:
+        found[(user_id, goods_id)] = int(units or 0)
     return found
 
 
