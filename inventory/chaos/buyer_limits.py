@@ -9,9 +9,10 @@ created beside it, through every fault.
   tests is the limit, not the shortage), then its limit, on the order service (the admin
   token). The run never changes a limit after that;
 - the rushes (workload.py): a small share of a buyer's turns (RUSH_SHARE); the buyer is the
-  userId the workload's keys give (`b<thread>`); each order one or two units. After a rush, one
-  time in three (CANCEL_SHARE), one of its placed orders is cancelled by its id, which frees
-  its units for a later rush: the limit counts what a buyer has, not what it ever had;
+  userId the workload's keys give (`b<thread>`); each order one or two units. After a rush, as
+  often as CANCEL_SHARE, one of the buyer's placed orders of the limited goods (of this rush or
+  an earlier one) is cancelled by its id, which frees its units for a later rush: the limit
+  counts what a buyer has, not what it ever had;
 - a 409 `limit_per_buyer` is a definite refusal (history.classify: `fail`), never retried.
 
 PB, checked after the settlement (a pure function, `limits_hold`, over the history and the
@@ -43,9 +44,9 @@ LIMITED = 2  # goods ids with a per-buyer limit
 SEED = 5000  # each one's level: never sold out in a run
 LIMIT = 2  # units of one of them a buyer may have at once
 RUSH = 4  # orders a rush sends at once, each under its own key
-RUSH_SHARE = 0.03  # of a buyer's turns, a rush
+RUSH_SHARE = 0.02  # of a buyer's turns, a rush
 DOUBLE_SHARE = 0.25  # of the rushes, the first order sent twice at once under one key
-CANCEL_SHARE = 1 / 3  # of the rushes, one placed order cancelled after it
+CANCEL_SHARE = 0.6  # of the rushes, one of the buyer's placed orders cancelled after it
 
 
 def limited_goods(prefix: str, count: int = LIMITED) -> dict[str, int]:

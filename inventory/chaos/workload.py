@@ -159,6 +159,7 @@ class Workload:
     def _buyer(self, n: int) -> None:
         rng = random.Random(self.seed * 1000 + n)
         conn = self._connect()
+        holding: list[Op] = []  # its placed orders of the limited goods not cancelled yet
         i = 0
         while not self._stop.is_set():
             i += 1
@@ -168,7 +169,7 @@ class Workload:
             named: dict[str, str] = {}
             owing = False
             if not scarce and self.goods.limited and rng.random() < buyer_limits.RUSH_SHARE:
-                self._rush(conn, rng, f"{self.goods.prefix}b{n}-{i}")
+                self._rush(conn, rng, f"{self.goods.prefix}b{n}-{i}", holding)
                 continue
             if scarce:
                 lines = self._scarce_order(rng)
@@ -207,10 +208,14 @@ class Workload:
             if scarce:
                 self._stop.wait(SCARCE_THINK * rng.uniform(0.5, 1.5))
 
-    def _rush(self, conn: http.client.HTTPConnection, rng: random.Random, stem: str) -> None:
+    def _rush(
+        self, conn: http.client.HTTPConnection, rng: random.Random, stem: str, holding: list[Op]
+    ) -> None:
         """A buyer's rush (buyer_limits.py): its orders sent at once, each on a connection of
         its own and under its own key (`<stem>r<j>`: the userId stays the buyer's), the first
-        twice when asked; then, one time in three, one placed order cancelled by its id."""
+        twice when asked; then, as often as CANCEL_SHARE, one of the buyer's placed orders of
+        the limited goods (`holding`: of this rush or an earlier one) cancelled by its id, so
+        that a later rush finds room under the limit again."""
         orders, double = buyer_limits.rush(rng, list(self.goods.limited))
         last: list[Op | None] = [None] * len(orders)
         sends = []
@@ -228,9 +233,9 @@ class Workload:
             thread.start()
         for thread in sends:
             thread.join()
-        placed = [op for op in last if op is not None and op.outcome == OK and op.order_id]
-        if placed and rng.random() < buyer_limits.CANCEL_SHARE:
-            chosen = rng.choice(placed)
+        holding += [op for op in last if op is not None and op.outcome == OK and op.order_id]
+        if holding and rng.random() < buyer_limits.CANCEL_SHARE:
+            chosen = holding.pop(rng.randrange(len(holding)))
             with self._lock:  # meant to be cancelled: H1 and H5 accept it CANCELLED
                 for op in self.ops:
                     if op.key == chosen.key:
