@@ -17,7 +17,8 @@ created beside it, through every fault.
 
 PB, checked after the settlement (a pure function, `limits_hold`, over the history and the
 order database's final rows, read by inventory/check/buyers.py): no buyer above a goods id's
-limit in the orders that count at the end (every status but FAILED and CANCELLED), and every
+limit in the orders that count at the end (every status but FAILED and CANCELLED; a line's
+units as ordered: the rushes are all or nothing, so nothing is partly filled), and every
 order answered 409 `limit_per_buyer` ends FAILED with that reason (never placed after).
 """
 
