@@ -9,8 +9,9 @@ id's level and the lowest its ledger ever shows):
   CANCELLED), and no Idempotency-Key that named two orders;
 - every click answered with the order of its buyer (200: the buyer's one order; a key sent
   again answers what the key's first send did), a 409 limit_per_buyer (the order recorded
-  FAILED with that reason), or, once the stock is gone, a 409 insufficient_stock (a refused
-  order counts for no limit, so a buyer's other keys meet the empty shelf too); nothing else;
+  FAILED with that reason, the answer's `had` at the limit: the buyer had no room), or, once
+  the stock is gone, a 409 insufficient_stock (a refused order counts for no limit, so a
+  buyer's other keys meet the empty shelf too); nothing else;
 - the level 0 at the end, and never below 0 in the ledger.
 """
 
@@ -43,6 +44,7 @@ class Click:
     order_status: str | None = None
     reason: str | None = None
     replayed: bool = False  # Idempotent-Replayed: true
+    had: int | None = None  # a limit's refusal: the units the buyer had already, it said
     seconds: float = 0.0
 
 
@@ -115,6 +117,7 @@ def send(
         if isinstance(answer, dict):
             click.order_id, click.order_status = answer.get("orderId"), answer.get("status")
             click.reason = answer.get("reason") or answer.get("error")
+            click.had = answer.get("had") if isinstance(answer.get("had"), int) else None
     except (OSError, http.client.HTTPException, ValueError, threading.BrokenBarrierError) as exc:
         click.reason = f"no answer: {type(exc).__name__}"
     finally:
@@ -158,6 +161,11 @@ def facts(
     repeats = Counter(kind(c, held) for c in clicks if c.at_once > 1)
     refusals = {c.order_id or c.key for c in clicks if kind(c, held) == LIMITED}
     not_held = sorted(o for o in refusals if o not in found or not found[o].refused_by_the_limit)
+    # A refusal of a buyer with room under the limit (it said it had less than the limit less
+    # this order's unit), or that did not say what the buyer had.
+    with_room = sorted(
+        c.key for c in clicks if kind(c, held) == LIMITED and (c.had is None or c.had + 1 <= limit)
+    )
     others = [f"{c.buyer} {c.key}: {c.status} {c.order_status} {c.reason}" for c in clicks]
     return {
         "buyers": len(buyers),
@@ -173,6 +181,7 @@ def facts(
         "replayed": sum(1 for c in clicks if c.replayed),
         "refused_by_the_limit": len(refusals),
         "refusals_not_held": not_held,
+        "refused_with_room": with_room,
         "others": [said for said, c in zip(others, clicks, strict=True) if kind(c, held) == OTHER],
         "level": level,
         "lowest": lowest,
@@ -189,6 +198,7 @@ def sale_ok(said: Mapping[str, Any], units: int) -> bool:
         and not said["keys_with_two_orders"]
         and not said["others"]
         and not said["refusals_not_held"]
+        and not said["refused_with_room"]
         and said["level"] == 0
         and said["lowest"] is not None
         and said["lowest"] >= 0

@@ -28,6 +28,7 @@ def answered(
 ) -> Click:
     click.status, click.order_id, click.order_status = status, order_id, order_status
     click.reason = reason or None
+    click.had = 1 if reason == "limit_per_buyer" else None
     return click
 
 
@@ -114,6 +115,12 @@ def test_each_fact_planted_broken_is_caught() -> None:
 
     assert broken(refusal_not_recorded)["refusals_not_held"] == ["o-bob2"]
 
+    def refused_with_room(buyers: list[list[Click]], rows: dict[str, BuyerOrder]) -> int:
+        buyers[1][2].had = 0  # bob refused while he had nothing, the service said
+        return 0
+
+    assert broken(refused_with_room)["refused_with_room"] == ["k-bob2"]
+
     def left_on_the_shelf(buyers: list[list[Click]], rows: dict[str, BuyerOrder]) -> int:
         return 1
 
@@ -153,6 +160,7 @@ def test_the_flash_sale_serves_one_unit_to_each_of_100_buyers(
     assert said["over_limit"] == {} and said["keys_with_two_orders"] == []
     # Every click: its buyer's one order, a refusal by the limit (recorded so), or sold out.
     assert said["others"] == [] and said["refusals_not_held"] == []
+    assert said["refused_with_room"] == []  # each refusal said the buyer had 1 already
     assert set(said["answers"]) <= {PLACED, LIMITED, SOLD_OUT}
     assert said["answers"].get(PLACED, 0) >= 100
     # The clickers came while there was stock: the limit refused some of their clicks.
