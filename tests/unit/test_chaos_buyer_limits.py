@@ -2,12 +2,20 @@
 over a goods id's limit in the orders that count at the end, and a 409 limit_per_buyer whose
 order did not end FAILED with that reason, are each caught; a run without either passes. And
 what the rest of the chaos checks make of a limit's refusal: a definite refusal (H2, H3), not a
-lost sale (LS); and the workload's rushes: one buyer, one goods id, several keys at once."""
+lost sale (LS); and the workload's rushes: one buyer, one goods id, several keys at once, against
+a small fake order service with the limit: sent together, refused past the limit, a cancel
+freeing room that a later rush takes, and PB valid on what the fake holds at the end."""
 
 from __future__ import annotations
 
+import json
 import random
+import re
+import threading
+import time
 from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 from inventory.chaos import buyer_limits, checker
 from inventory.chaos.after_sale import order_body
@@ -15,7 +23,7 @@ from inventory.chaos.buyer_limits import LIMIT, RUSH, limits_hold, rush
 from inventory.chaos.history import FAIL, OK, UNKNOWN, Op, classify
 from inventory.chaos.history_checks import one_order_per_key, refused_is_failed
 from inventory.chaos.verdict import VALID, VIOLATED
-from inventory.chaos.workload import make_goods
+from inventory.chaos.workload import Workload, make_goods
 from inventory.check import Snapshot
 from inventory.check.buyers import BuyerOrder, held_units, over_the_limit
 
@@ -171,3 +179,104 @@ def test_a_rush_is_one_buyers_orders_of_one_goods_id_under_keys_of_their_own() -
 def test_an_order_answered_placed_is_no_refusal() -> None:
     assert placed("k1", "o1").outcome == OK
     assert not buyer_limits.refused_by_the_limit(placed("k1", "o1"))
+
+
+# --- the workload's rushes against a small fake order service ---------------------------------
+
+
+class FakeOrders(ThreadingHTTPServer):
+    """genOrder with a per-buyer limit (one key, one answer), and cancel by id; it notes how
+    many of one buyer's orders were in flight at once."""
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), FakeHandler)
+        self.guard = threading.Lock()
+        self.answers: dict[str, tuple[int, dict[str, Any]]] = {}
+        self.orders: dict[str, BuyerOrder] = {}
+        self.in_flight: Counter[str] = Counter()
+        self.most_at_once = 0
+
+
+class FakeHandler(BaseHTTPRequestHandler):
+    server: FakeOrders
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        fake = self.server
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        if self.path.startswith("/orders/"):
+            order_id = self.path.split("/")[2]
+            with fake.guard:
+                was = fake.orders[order_id]
+                fake.orders[order_id] = BuyerOrder(order_id, was.user, "CANCELLED", None, was.lines)
+            return self._answer(200, {"orderId": order_id, "status": "CANCELLED"})
+        body, key = json.loads(raw), self.headers["Idempotency-Key"]
+        user, [item] = body["userId"], body["items"]
+        with fake.guard:
+            fake.in_flight[user] += 1
+            fake.most_at_once = max(fake.most_at_once, fake.in_flight[user])
+        time.sleep(0.05)  # the others of its rush arrive meanwhile
+        with fake.guard:
+            fake.in_flight[user] -= 1
+            if key not in fake.answers:
+                goods, num = item["goodsId"], item["num"]
+                had = held_units(fake.orders.values(), goods).get(user, 0)
+                order_id = f"o{len(fake.orders)}"
+                if had + num > LIMIT:
+                    fake.orders[order_id] = BuyerOrder(
+                        order_id, user, "FAILED", "limit_per_buyer", {goods: num}
+                    )
+                    fake.answers[key] = (409, {**REFUSED, "orderId": order_id, "had": had})
+                else:
+                    fake.orders[order_id] = BuyerOrder(
+                        order_id, user, "CONFIRMED", None, {goods: num}
+                    )
+                    fake.answers[key] = (200, {"orderId": order_id, "status": "CONFIRMED"})
+            status, answer = fake.answers[key]
+        self._answer(status, answer)
+
+    def _answer(self, status: int, answer: dict[str, Any]) -> None:
+        data = json.dumps(answer).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+def test_a_buyers_rushes_go_at_once_under_their_keys_and_cancels_free_room() -> None:
+    fake = FakeOrders()
+    serving = threading.Thread(target=fake.serve_forever, daemon=True)
+    serving.start()
+    try:
+        goods = make_goods("cz1abcde-", hot=0, others=0, big=0, located=0, owed=0, reserved=0)
+        load = Workload("127.0.0.1", fake.server_address[1], goods)
+        rng, holding = random.Random(11), list[Op]()
+        conn = load._connect()
+        for i in range(12):
+            load._rush(conn, rng, f"cz1abcde-b7-{i}", holding)
+        conn.close()
+    finally:
+        fake.shutdown()
+        fake.server_close()
+    orders = [op for op in load.ops if op.kind == "order"]
+    assert load.orders == 12 * RUSH and fake.most_at_once >= 3  # a rush's orders at once
+    assert {fake.orders[op.order_id or ""].user for op in orders} == {"b7"}  # one buyer
+    keys = {op.key for op in orders}
+    assert len(keys) == 12 * RUSH and all(re.fullmatch(r"cz1abcde-b7-\d+r[0-3]", k) for k in keys)
+    assert any(op.double for op in orders)  # a first order sent twice under its key
+    outcomes = Counter(op.outcome for op in orders)
+    assert outcomes[OK] > 0 and outcomes[FAIL] > 0 and outcomes[UNKNOWN] == 0, outcomes
+    cancels = [op for op in load.ops if op.kind == "cancel"]
+    assert cancels and all(op.status == 200 for op in cancels)
+    # A cancelled order was meant to be: its ops say so (H1, H5); the others' do not.
+    cancelled = {o.order_id for o in fake.orders.values() if o.status == "CANCELLED"}
+    assert cancelled == {op.order_id for op in cancels}
+    for op in orders:
+        assert (op.intent == "cancel") == (op.order_id in cancelled), op
+    # Orders placed after a cancel: the room it freed was used again.
+    first_cancel = min(op.invoke for op in cancels)
+    assert any(op.outcome == OK and op.invoke > first_cancel for op in orders)
+    assert limits_hold(load.ops, fake.orders, LIMITS).verdict == VALID
