@@ -34,7 +34,7 @@ from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
 from order_service.core.buyer_limits import LimitExceeded, Wanted
-from order_service.storage.buyer_limits import BuyerRules
+from order_service.storage.buyer_limits import BuyerRules, retried
 from order_service.storage.store import DB, OrderStore, OrderWrite
 from order_service.storage.tables import reservation_lines, reservations
 from order_service.storage.transitions import Fence, fenced
@@ -121,10 +121,23 @@ class ReservationStore:
         `key`: its Idempotency-Key and request fingerprint (IntegrityError: the key is taken).
         A buyer's units past a goods id's maxHeld: LimitExceeded, nothing written (judged in
         this transaction, under the buyer's row's lock: storage/buyer_limits.py)."""
+        retried(
+            self.orders, lambda: self._create(reservation_id, user_id, lines, locations, ttl, key)
+        )
+
+    def _create(
+        self,
+        reservation_id: str,
+        user_id: str | None,
+        lines: Mapping[str, int],
+        locations: Mapping[str, str],
+        ttl: int,
+        key: tuple[str, str] | None,
+    ) -> None:
         with self.writing() as write:
             if self.rules is not None and user_id is not None:
                 wanted = Wanted(reservation_id, user_id, lines, orders=False, holds=True)
-                refused = self.rules.check(write.conn, write.stamp, [wanted])
+                refused = self.rules.check(write.conn, [wanted])
                 if refused:
                     raise LimitExceeded(refused[reservation_id])
             write.conn.execute(

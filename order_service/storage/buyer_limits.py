@@ -3,10 +3,12 @@ the transaction that creates orders or a reservation.
 
 The check, in the creating transaction, before anything of the requests is written:
 1. the limits of their goods ids (one SELECT; none and no BUYER_MAX_HELD_DEFAULT: done);
-2. a row per (buyer, goods id) under a rule written if absent, then locked (SELECT ... FOR
-   UPDATE), in sorted order: two transactions of one buyer for one goods id are decided one
-   after the other (on PostgreSQL and MariaDB by the row lock; on SQLite every write
-   transaction is BEGIN IMMEDIATE, one at a time);
+2. a row per (buyer, goods id) under a rule locked (SELECT ... FOR UPDATE), in sorted order:
+   two transactions of one buyer for one goods id are decided one after the other (on
+   PostgreSQL and MariaDB by the row lock; on SQLite every write transaction is BEGIN
+   IMMEDIATE, one at a time). A row not there yet (a buyer's first order of the goods id):
+   the transaction is rolled back, the row written in a short transaction of its own, and the
+   transaction run again (`retried`); so is a deadlock's victim;
 3. what each buyer has: the units of the goods id in its orders not FAILED or CANCELLED, and
    held in its pending or held reservations and unpaid holds, counted from the rows under the
    lock (READ COMMITTED on PostgreSQL and MariaDB: each statement sees the latest commits, the
@@ -17,14 +19,15 @@ A cancel or a failure changes an order's status and nothing here: the next count
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
-from typing import Any
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypeVar
 
 from prometheus_client import Counter
 from sqlalchemy import and_, case, func, or_, select
 from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from order_service.core.buyer_limits import (
     LimitRefusal,
@@ -44,7 +47,11 @@ from order_service.storage.tables import (
     reservation_lines,
     reservations,
 )
-from shared.database.engines import transaction
+from shared.database.engines import transaction, utcnow
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+ATTEMPTS = 5  # a creating transaction's runs: its rows written once, a deadlock or more
 
 LIMIT_REFUSALS = Counter(
     "buyer_limit_refusals_total",
@@ -62,11 +69,10 @@ class BuyerRules:
     def __init__(self, held_default: int | None = None) -> None:
         self.held_default = held_default
 
-    def check(
-        self, conn: Connection, stamp: datetime, wanted: list[Wanted]
-    ) -> dict[str, LimitRefusal]:
+    def check(self, conn: Connection, wanted: list[Wanted]) -> dict[str, LimitRefusal]:
         """The requests refused (by key), judged in order under the buyers' rows' locks, in
-        the caller's transaction (see the module)."""
+        the caller's transaction (see the module); MissingRows (the caller's transaction to
+        roll back and run again through `retried`) when some rows are not written yet."""
         goods_ids = sorted({g for w in wanted if w.user_id is not None for g in w.lines})
         if not goods_ids:
             return {}
@@ -76,7 +82,9 @@ class BuyerRules:
         pairs = limited_pairs(wanted, limits, self.held_default)
         if not pairs:
             return {}
-        lock(conn, pairs, stamp)
+        missing = sorted(set(pairs) - lock(conn, pairs))
+        if missing:  # written in a transaction of their own, then this one again: `retried`
+            raise MissingRows(missing)
         had = units_had(conn, pairs) if any(w.orders for w in wanted) else {}
         held = units_held(conn, pairs) if any(w.holds for w in wanted) else {}
         return judge(wanted, limits, self.held_default, had, held)
@@ -110,29 +118,76 @@ def read_limits(conn: Connection, goods_ids: Iterable[str]) -> dict[str, Limits]
     return {r["goods_id"]: Limits(_int(r["per_buyer"]), _int(r["max_held"])) for r in rows}
 
 
-def lock(conn: Connection, pairs: list[Pair], stamp: datetime) -> None:
-    """Each (buyer, goods id) row written if absent, then locked to the commit, in `pairs'`
-    (sorted) order: one statement each for all of them (a round trip is the cost here, not
-    the rows). MariaDB's upsert takes the rows' exclusive locks at once (an INSERT IGNORE would
-    take shared ones, and two of them would deadlock upgrading them)."""
+def lock(conn: Connection, pairs: list[Pair]) -> set[Pair]:
+    """The (buyer, goods id) rows of `pairs` locked to the commit (SELECT ... FOR UPDATE, in
+    their sorted order: two transactions never wait for each other in a circle); those found.
+    Only existing rows are locked here: a transaction that inserted them (taking gap and insert
+    intention locks on MariaDB) deadlocked with its neighbours in a crowd of new buyers."""
     if not pairs:
-        return
-    values = [{"user_id": u, "goods_id": g, "created_at": stamp} for u, g in pairs]
-    name = conn.dialect.name
-    if name == "postgresql":
-        conn.execute(postgresql.insert(buyer_goods).values(values).on_conflict_do_nothing())
-    elif name in ("mysql", "mariadb"):
-        upsert = mysql.insert(buyer_goods).values(values)
-        conn.execute(upsert.on_duplicate_key_update(created_at=buyer_goods.c.created_at))
-    else:
-        conn.execute(sqlite.insert(buyer_goods).values(values).on_conflict_do_nothing())
+        return set()
     _G = buyer_goods.c
-    conn.execute(
-        select(_G.user_id)
+    rows = conn.execute(
+        select(_G.user_id, _G.goods_id)
         .where(_among(_G.user_id, _G.goods_id, pairs))
         .order_by(_G.user_id, _G.goods_id)
         .with_for_update()
     ).all()
+    return {(r[0], r[1]) for r in rows}
+
+
+def write_rows(store: OrderStore, pairs: list[Pair]) -> None:
+    """The rows of `pairs` written if absent, in a short transaction of their own (committed
+    before the transaction that locks them begins; a row is never deleted)."""
+    values = [{"user_id": u, "goods_id": g, "created_at": utcnow()} for u, g in pairs]
+    with store.writing() as write:
+        conn = write.conn
+        name = conn.dialect.name
+        if name == "postgresql":
+            conn.execute(postgresql.insert(buyer_goods).values(values).on_conflict_do_nothing())
+        elif name in ("mysql", "mariadb"):
+            conn.execute(mysql.insert(buyer_goods).values(values).prefix_with("IGNORE"))
+        else:
+            conn.execute(sqlite.insert(buyer_goods).values(values).on_conflict_do_nothing())
+
+
+class MissingRows(Exception):
+    """The transaction needs (buyer, goods id) rows not written yet: nothing of it kept."""
+
+    def __init__(self, pairs: list[Pair]) -> None:
+        super().__init__(f"{len(pairs)} buyer rows to write first")
+        self.pairs = pairs
+
+
+def retried(store: OrderStore, run: Callable[[], T]) -> T:
+    """`run`, a transaction that creates orders or a reservation and calls BuyerRules.check,
+    run again once the buyers' rows it lacked are written (write_rows), or after the database
+    chose it as a deadlock's victim (rolled back whole: nothing of it committed)."""
+    for attempt in range(ATTEMPTS):
+        try:
+            return run()
+        except MissingRows as missing:
+            write_rows_retried(store, missing.pairs)
+        except DBAPIError as exc:
+            if not is_deadlock(exc) or attempt == ATTEMPTS - 1:
+                raise
+            log.info("a creating transaction was a deadlock's victim: run again")
+    return run()
+
+
+def write_rows_retried(store: OrderStore, pairs: list[Pair]) -> None:
+    for attempt in range(ATTEMPTS):
+        try:
+            write_rows(store, pairs)
+            return
+        except DBAPIError as exc:
+            if not is_deadlock(exc) or attempt == ATTEMPTS - 1:
+                raise
+
+
+def is_deadlock(exc: DBAPIError) -> bool:
+    """PostgreSQL's deadlock_detected (40P01), MariaDB's and MySQL's 1213."""
+    number = exc.orig.args[0] if exc.orig is not None and exc.orig.args else None
+    return getattr(exc.orig, "sqlstate", None) == "40P01" or number == 1213
 
 
 def _among(user: Any, goods: Any, pairs: list[Pair]) -> Any:

@@ -35,7 +35,7 @@ from order_service.core.statuses import (
     PENDING,
     deducted_status,
 )
-from order_service.storage.buyer_limits import BuyerRules
+from order_service.storage.buyer_limits import BuyerRules, retried
 from order_service.storage.fill_store import Confirmed, record
 from order_service.storage.store import OrderStore, OrderWrite
 
@@ -112,21 +112,21 @@ def create_pending_many(
     in the same transaction, under the buyers' rows' locks (storage/buyer_limits.py): an order
     they refuse is written FAILED with the refusal as its reason (final: no flag, no stock
     call), the others PENDING. The refusals, by order id."""
-    with store.writing() as write:
-        refused: dict[str, LimitRefusal] = {}
-        if rules is not None:
-            wanted = [
-                Wanted(o.order_id, o.user_id, o.lines, holds=o.pay_within is not None) for o in new
-            ]
-            refused = rules.check(write.conn, write.stamp, wanted)
-        rows = []
-        for order in new:
-            row = order.row()
-            if order.order_id in refused:
-                row.update(status=FAILED, reason=refused[order.order_id].text())
-            rows.append((row, order.lines, order.fill))
-        write.add_many(rows)
-    return refused
+    wanted = [Wanted(o.order_id, o.user_id, o.lines, holds=o.pay_within is not None) for o in new]
+
+    def create() -> dict[str, LimitRefusal]:
+        with store.writing() as write:
+            refused = rules.check(write.conn, wanted) if rules is not None else {}
+            rows = []
+            for order in new:
+                row = order.row()
+                if order.order_id in refused:
+                    row.update(status=FAILED, reason=refused[order.order_id].text())
+                rows.append((row, order.lines, order.fill))
+            write.add_many(rows)
+        return refused
+
+    return retried(store, create) if rules is not None else create()
 
 
 def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderState:

@@ -314,3 +314,36 @@ def test_ttl_and_pay_within_past_their_settings_are_422(settings: Settings) -> N
         assert held_of(s, goods) == (3, 2)
         schema = s.order.get("/openapi.json").json["components"]["schemas"]
         assert "PAY_WITHIN_MAX_SECONDS" in str(schema)
+
+
+def test_many_buyers_at_once_each_get_their_limit_and_no_error(settings: Settings) -> None:
+    """A sale's crowd: 60 buyers clicking twice at once through two order services, limited to
+    one each: each buyer one sale and one refusal, no 5xx (the buyers' row locks taken in
+    batches never wait in a circle, on any database)."""
+    with running_services(settings) as s:
+        second = order_service.create_app(
+            settings, stock_transport=httpx.WSGITransport(app=s.stock_app)
+        )
+        try:
+            goods = unique()
+            s.seed(goods, 200)
+            limit(s, goods, perBuyer=1)
+            buyers = [unique("u") for _ in range(60)]
+            clicks = [b for b in buyers for _ in range(2)]
+            clients = [s.order, second.test_client()]
+            start = threading.Barrier(len(clicks))
+
+            def buy(i: int) -> Any:
+                start.wait()
+                body = {"userId": clicks[i], "items": [{"goodsId": goods, "num": 1}]}
+                return clients[i % 2].post("/genOrder", json=body)
+
+            with ThreadPoolExecutor(len(clicks)) as pool:
+                answers = list(pool.map(buy, range(len(clicks))))
+        finally:
+            second.extensions["orders"].close()
+        codes = Counter(a.status_code for a in answers)
+        assert codes == {200: 60, 409: 60}, [a.json for a in answers if a.status_code >= 500][:3]
+        sold = Counter(clicks[i] for i, a in enumerate(answers) if a.status_code == 200)
+        assert set(sold.values()) == {1} and len(sold) == 60
+        assert s.level(goods) == 140
