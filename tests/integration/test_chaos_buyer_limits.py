@@ -1,8 +1,8 @@
 """PB's reading of the order database (inventory/check/buyers.py) on SQLite, PostgreSQL and
 MariaDB: every order with a line of the limited goods, with its buyer, status, reason and its
-units of them (two lines of one goods id add up; lines of other goods are not read), and an order named by id that has no line of
-them; then PB over what was read, valid, and violated once a buyer's refused order is found
-CONFIRMED."""
+units of them (two lines of one goods id add up; lines of other goods are not read), and an
+order named by id that has no line of them; then PB over what was read, valid, and violated
+once a buyer's refused order is found CONFIRMED."""
 
 from __future__ import annotations
 
