@@ -151,7 +151,8 @@ def _tell(story: Story, said: dict[str, Any]) -> None:
     )
     story.show(
         f"refused by the limit: {said['refused_by_the_limit']} orders, each recorded FAILED "
-        f"limit_per_buyer ({len(said['refusals_not_held'])} not)"
+        f"limit_per_buyer ({len(said['refusals_not_held'])} not); answers that said the buyer "
+        f"had less than the limit: {len(said['refused_with_room'])}"
     )
     story.show(f"level now {said['level']}; the lowest in the ledger {said['lowest']}")
     for other in said["others"][:5]:
