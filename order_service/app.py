@@ -7,7 +7,13 @@ import logging
 import httpx
 from flask import Flask
 
-from order_service.api import OrderDeps, dashboard_bp, order_routes, reservation_routes
+from order_service.api import (
+    OrderDeps,
+    buyer_limit_routes,
+    dashboard_bp,
+    order_routes,
+    reservation_routes,
+)
 from order_service.placing import (
     CallPolicy,
     Cancellation,
@@ -17,6 +23,7 @@ from order_service.placing import (
     StockClient,
 )
 from order_service.reservations import ReservationOrders, Reservations, ReservationStore
+from order_service.storage.buyer_limits import BuyerRules
 from order_service.storage.store import OrderStore
 from shared.config.settings import Settings
 from shared.database.engines import DatabaseTimeouts, make_engine
@@ -64,8 +71,14 @@ def create_app(
     )
     store = OrderStore(engine)
     flags = FlagWriter(redis_client, settings.flag_ttl, settings.flag_write_seconds)
+    rules = BuyerRules(settings.buyer_max_held_default)  # the flash-sale rules per buyer
     batches = OrderBatches(
-        store, flags, stock, settings.order_batch_max, settings.order_batch_wait_ms / 1000
+        store,
+        flags,
+        stock,
+        settings.order_batch_max,
+        settings.order_batch_wait_ms / 1000,
+        rules,
     )
     flow = OrderFlow(
         store,
@@ -77,7 +90,7 @@ def create_app(
         queue_patience=settings.stock_call_budget,
     )
     cancellation = Cancellation(store, stock)
-    reservation_store = ReservationStore(store)
+    reservation_store = ReservationStore(store, rules)
     app.extensions["orders"] = OrderDeps(
         settings,
         engine,
@@ -88,9 +101,11 @@ def create_app(
         cancellation,
         Reservations(reservation_store, stock, batches, redis_client, settings.idempotency_wait),
         ReservationOrders(store, reservation_store, flow, cancellation),
+        rules,
     )
     app.register_blueprint(order_routes(settings))
     app.register_blueprint(reservation_routes(settings))
+    app.register_blueprint(buyer_limit_routes(settings))
     app.register_blueprint(dashboard_bp)
     register_error_handlers(app)
     install_request_ids(app)

@@ -2,7 +2,8 @@
 and what the history adds: what the client was told must be what the databases say.
 
 H1 every order answered 200 is CONFIRMED, with flows for exactly its lines;
-H2 every order refused with 409 insufficient_stock is FAILED, with no flow;
+H2 every order refused with 409 insufficient_stock (or limit_per_buyer: buyer_limits.py, whose
+   PB judges the limit) is FAILED, with no flow;
 H3 one order per Idempotency-Key: every answer of one key names the same order, and no key was
    told both ok and refused;
 H4 fencing tokens never go backwards: per goods id, flows in commit order carry non-decreasing
@@ -55,6 +56,7 @@ from inventory.check import (
     read_snapshot,
     refused_for_lack_of_stock,
 )
+from inventory.check.buyers import LIMIT_PER_BUYER
 from order_service.core.statuses import RECONCILED
 
 __all__ = [
@@ -143,11 +145,13 @@ def lost_orders(snap: Snapshot) -> dict[str, str]:
     every line's goods ended with at least its quantity: sales the infrastructure lost, by the
     cause in their reason. A refusal found by a void or the reconciler after an unknown outcome
     is a refusal too (the stock was short when it was decided, and came back after): not
-    counted."""
+    counted; nor is a refusal by a buyer's limit (buyer_limits.py): a rule, not a loss."""
     lost: dict[str, str] = {}
     for order_id, status in snap.orders.items():
         reason = snap.reasons.get(order_id) or ""
         if status != "FAILED" or refused_for_lack_of_stock(reason):
+            continue
+        if reason.startswith(LIMIT_PER_BUYER):
             continue
         lines = snap.lines.get(order_id, {})
         if lines and all(g in snap.levels and snap.levels[g][0] >= n for g, n in lines.items()):

@@ -2,8 +2,9 @@
 
 Outcomes of a genOrder, Jepsen's way: `ok` (200: the order is placed, CONFIRMED or held, or
 BACKORDERED: what was on hand taken, the rest owed in line),
-`fail` (409 insufficient_stock: a definite refusal), and `unknown` for everything else (no
-answer, 5xx, 202 PENDING, a FAILED order for another reason). A checker may rely on ok and
+`fail` (409 insufficient_stock, or 409 limit_per_buyer, a buyer's per-buyer limit reached:
+definite refusals, FAILED for good), and `unknown` for everything else (no answer, 5xx, 202
+PENDING, a FAILED order for another reason). A checker may rely on ok and
 fail; an unknown may have happened or not. Cancels and pays (kind `cancel`, `pay`) are in the
 history too, their answers judged against the end by H5.
 """
@@ -19,6 +20,7 @@ from typing import Any
 from order_service.core.statuses import INSUFFICIENT_STOCK
 
 OK, FAIL, UNKNOWN = "ok", "fail", "unknown"
+REFUSALS = (INSUFFICIENT_STOCK, "limit_per_buyer")  # the reasons of a definite refusal
 
 
 @dataclass
@@ -50,7 +52,7 @@ def classify(status: int, body: object) -> tuple[str, str | None, str | None, st
     order_id, order_status, reason = data.get("orderId"), data.get("status"), data.get("reason")
     if status == 200 and order_status in ("CONFIRMED", "AWAITING_PAYMENT", "BACKORDERED"):
         return OK, order_id, order_status, reason
-    if status == 409 and order_status == "FAILED" and reason == INSUFFICIENT_STOCK:
+    if status == 409 and order_status == "FAILED" and reason in REFUSALS:
         return FAIL, order_id, order_status, reason
     return UNKNOWN, order_id, order_status, reason if reason else data.get("error")
 

@@ -82,7 +82,7 @@ def refused_is_failed(ops: Sequence[Op], snap: Snapshot) -> Verdict:
     told = len({op.key for op in ops if op.outcome == FAIL})
     return Verdict(
         "H2",
-        "every 409 insufficient_stock is FAILED without flows",
+        "every 409 refusal (insufficient_stock, limit_per_buyer) is FAILED without flows",
         violated_if(bad),
         f"{told} orders refused; {len(bad)} with flows or not FAILED",
         bad[:20],

@@ -10,7 +10,7 @@ an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing i
 the run itself. Beside the buyers: an operator adjusts levels (restocks.py), a consumer reads
 the stock events through the faults (stream_consumer.py): stock_side.py; a reserver holds carts
 (reservations.py). Each order and stock host runs on a clock of its own (clocks.py). Then the
-checks: checker.py, stock_side.py, backorder_checks.py.
+checks: checker.py, stock_side.py, backorder_checks.py, buyer_limits.py.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import httpx
 
 from inventory.chaos import (
     backorder_checks,
+    buyer_limits,
     checker,
     clocks,
     ha_faults,
@@ -124,6 +125,9 @@ def _under_load(
     told: dict[str, Any],
 ) -> dict[str, Any]:
     side.open()  # the events' consumer, then the seeds
+    admin = state.admin_headers()
+    with httpx.Client(base_url=topology.ORDER_URL, timeout=10, headers=admin) as client:
+        buyer_limits.set_up(client, goods.limited)  # seeded above: now each one's limit
     load = Workload(
         topology.VIP, topology.LB_ORDER_PORT, goods, threads=config.threads, seed=config.seed
     )
@@ -226,6 +230,7 @@ def _under_load(
         if goods.located:
             say(f"{load.now():6.1f} s  {_locations_said(placed, side.summary()['transfers'])}")
         verdicts += backorder_checks.judge(order_engine, stock_engine, reserver, owed)
+        verdicts += buyer_limits.judge(order_engine, load.ops, goods.limited)
         verdicts += clocks.verdicts(told)
         say(f"{load.now():6.1f} s  {backorder_checks.said(owed)}")
     finally:
@@ -250,6 +255,7 @@ def _under_load(
         "located_orders": placed.get("orders", {}),
         "split_lines": placed.get("splits"),
         **owed,  # backorders and reservations: backorder_checks.py
+        "buyer_limits": buyer_limits.figures(load.ops, goods.limited),
         **told,  # each host's clock: clocks.py
     }
     if "intruder" in config.faults:

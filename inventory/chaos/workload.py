@@ -10,7 +10,9 @@ cancelled (half at once, racing their own genOrder, half once placed), some are 
 left to expire for the cluster's reconcilers to cancel): inventory/chaos/after_sale.py. A few
 (located_share) are of the goods kept in the run's three locations: naming no location or one,
 all or nothing or fill=partial (locations.py); what each line filled is kept from their
-answers, for H1. The client is stdlib http.client, one connection per thread: it shares two
+answers, for H1. A few turns are a buyer's rush of a goods id with a per-buyer limit: several
+orders of it at once, each under its own key, and sometimes a cancel after (buyer_limits.py,
+for PB). The client is stdlib http.client, one connection per thread: it shares two
 cores with the cluster.
 
 A fault may come with a demand of its own (nemesis.Fault.demand): while `slow-first-attempts`
@@ -28,7 +30,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from inventory.chaos import after_sale, backorders, locations, reservations
+from inventory.chaos import after_sale, backorders, buyer_limits, locations, reservations
 from inventory.chaos.history import OK, UNKNOWN, Op, classify
 from order_service.core.statuses import BACKORDERED
 
@@ -60,12 +62,14 @@ class Goods:
     # (reservations.py): goods id -> seeded level
     owed: dict[str, int] = field(default_factory=dict)
     reserved: dict[str, int] = field(default_factory=dict)
+    # With a per-buyer limit, rushed by buyers (buyer_limits.py): goods id -> seeded level
+    limited: dict[str, int] = field(default_factory=dict)
 
     @property
     def levels(self) -> dict[str, int]:
         """Each goods id's seeded level (a located one's: the total of its locations)."""
         totals = {g: sum(at.values()) for g, at in self.located.items()}
-        mine = {**self.owed, **self.reserved}
+        mine = {**self.owed, **self.reserved, **self.limited}
         return {**self.hot, **self.others, **self.scarce, **self.big, **totals, **mine}
 
 
@@ -82,6 +86,7 @@ def make_goods(
     located: int = locations.LOCATED,
     owed: int = backorders.OWED,
     reserved: int = reservations.RESERVED,
+    limited: int = buyer_limits.LIMITED,
 ) -> Goods:
     return Goods(
         prefix,
@@ -92,6 +97,7 @@ def make_goods(
         locations.located_goods(prefix, located),
         backorders.owed_goods(prefix, owed),
         reservations.reserved_goods(prefix, reserved),
+        buyer_limits.limited_goods(prefix, limited),
     )
 
 
@@ -153,6 +159,7 @@ class Workload:
     def _buyer(self, n: int) -> None:
         rng = random.Random(self.seed * 1000 + n)
         conn = self._connect()
+        holding: list[Op] = []  # its placed orders of the limited goods not cancelled yet
         i = 0
         while not self._stop.is_set():
             i += 1
@@ -161,6 +168,9 @@ class Workload:
             fill: str | None = None
             named: dict[str, str] = {}
             owing = False
+            if not scarce and self.goods.limited and rng.random() < buyer_limits.RUSH_SHARE:
+                self._rush(conn, rng, f"{self.goods.prefix}b{n}-{i}", holding)
+                continue
             if scarce:
                 lines = self._scarce_order(rng)
             elif self.goods.owed and rng.random() < self.backorder_share:
@@ -197,6 +207,51 @@ class Workload:
                 self._record(after_sale.act(conn, self, key, lines, intent, last.order_id))
             if scarce:
                 self._stop.wait(SCARCE_THINK * rng.uniform(0.5, 1.5))
+
+    def _rush(
+        self, conn: http.client.HTTPConnection, rng: random.Random, stem: str, holding: list[Op]
+    ) -> None:
+        """A buyer's rush (buyer_limits.py): its orders sent at once, each on a connection of
+        its own and under its own key (`<stem>r<j>`: the userId stays the buyer's), the first
+        twice when asked; then, as often as CANCEL_SHARE, one of the buyer's placed orders of
+        the limited goods (`holding`: of this rush or an earlier one) cancelled by its id, so
+        that a later rush finds room under the limit again."""
+        orders, double = buyer_limits.rush(rng, list(self.goods.limited))
+        last: list[Op | None] = [None] * len(orders)
+        sends = []
+        for j, lines in enumerate(orders):
+            key = f"{stem}r{j}"
+            body = after_sale.order_body(key, lines, "none")
+            sends.append(threading.Thread(target=self._rushed, args=(key, lines, body, last, j)))
+            if j == 0 and double:
+                sends.append(
+                    threading.Thread(target=self._double, args=(key, lines, body, "none", {}))
+                )
+        with self._lock:
+            self.orders += len(orders)
+        for thread in sends:
+            thread.start()
+        for thread in sends:
+            thread.join()
+        holding += [op for op in last if op is not None and op.outcome == OK and op.order_id]
+        if holding and rng.random() < buyer_limits.CANCEL_SHARE:
+            chosen = holding.pop(rng.randrange(len(holding)))
+            with self._lock:  # meant to be cancelled: H1 and H5 accept it CANCELLED
+                for op in self.ops:
+                    if op.key == chosen.key:
+                        op.intent = "cancel"
+            self._record(
+                after_sale.act(conn, self, chosen.key, chosen.lines, "cancel", chosen.order_id)
+            )
+
+    def _rushed(
+        self, key: str, lines: dict[str, int], body: bytes, last: list[Op | None], j: int
+    ) -> None:
+        conn = self._connect()
+        try:
+            last[j] = self._until_known(conn, key, lines, body, "none", {})
+        finally:
+            conn.close()
 
     def _double(
         self, key: str, lines: dict[str, int], body: bytes, intent: str, asked: dict[str, Any]

@@ -116,6 +116,7 @@ class Secrets:
             }
         if role == "order":
             return {
+                "ADMIN_TOKEN": self.admin_token,  # its admin routes (PUT /buyer-limits)
                 "STOCK_SERVICE_TOKEN": self.stock_service_token,
                 "REDIS_URL": self.redis_url("order"),
                 "ORDER_DATABASE_URL": self.database_url("orders", "orders"),

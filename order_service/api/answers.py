@@ -7,6 +7,7 @@ from typing import Any
 
 from flask import Response, jsonify
 
+from order_service.core.buyer_limits import LimitRefusal
 from order_service.core.model import Placement
 from order_service.core.statuses import (
     AWAITING_PAYMENT,
@@ -47,6 +48,9 @@ def state_body(order: Any) -> dict[str, Any]:
     }
     if order.reason:
         body["reason"] = order.reason
+    refusal = LimitRefusal.parse(order.reason)
+    if refusal is not None:  # refused by a flash-sale rule per buyer: what it names
+        body.update(refusal.fields())
     if getattr(order, "pay_deadline", None) is not None:
         body["payBy"] = order.pay_deadline.isoformat()
     return body

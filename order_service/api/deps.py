@@ -9,6 +9,7 @@ from sqlalchemy import Engine
 
 from order_service.placing import Cancellation, OrderFlow, StockClient
 from order_service.reservations import ReservationOrders, Reservations
+from order_service.storage.buyer_limits import BuyerRules
 from order_service.storage.store import OrderStore
 from shared.config.settings import Settings
 from shared.web.health import database_ok, redis_ok
@@ -25,6 +26,7 @@ class OrderDeps:
     cancellation: Cancellation
     reservations: Reservations
     reservation_orders: ReservationOrders
+    buyer_rules: BuyerRules
 
     def health(self) -> dict[str, bool]:
         return {

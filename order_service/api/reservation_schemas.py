@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, RootModel
 
 from order_service.api.schemas import LineShortfall, OrderAllocation, OrderAnswer, key_header
+from shared.config.settings_checks import TTL_CEILING
 from shared.web.schemas import (
     IDENTIFIER_PATTERN,
     WHOLE,
@@ -19,23 +20,29 @@ from shared.web.schemas import (
     Unavailable,
 )
 
-MAX_TTL = 3600  # a cart's hold of at most an hour
+MAX_TTL = TTL_CEILING  # a cart's hold of at most an hour, lowered by RESERVATION_TTL_MAX_SECONDS
 
 
 class BadTtl(ValueError):
-    """ttlSeconds is not a whole number of seconds from 1 to MAX_TTL: nothing is written."""
+    """ttlSeconds is not a whole number of seconds from 1 to its maximum: nothing is written."""
 
 
-def ttl_of(value: Any) -> int:
-    """The body's ttlSeconds, judged by the route (so a bad one is a 422 that names it)."""
+def ttl_of(value: Any, most: int = MAX_TTL) -> int:
+    """The body's ttlSeconds, judged by the route (so a bad one is a 422 that names it);
+    `most`: RESERVATION_TTL_MAX_SECONDS."""
     if isinstance(value, float) and value.is_integer():
         value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_TTL:
-        raise BadTtl(f"ttlSeconds: must be a whole number of seconds from 1 to {MAX_TTL}")
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise BadTtl(
+            f"ttlSeconds: must be a whole number of seconds from 1 to {most} "
+            "(RESERVATION_TTL_MAX_SECONDS)"
+        )
     return value
 
 
-def reservation_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
+def reservation_body_model(
+    max_lines: int, max_quantity: int, ttl_max: int = MAX_TTL
+) -> type[Strict]:
     """The POST /reservations body under these limits."""
 
     class ReservedItem(Strict):
@@ -70,9 +77,10 @@ def reservation_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             Any,
             Field(
                 description=f"seconds the units stay held once the hold is confirmed, 1 to "
-                f"{MAX_TTL}; unconsumed and unreleased by then, the elected reconciler "
-                "expires the reservation and the units come back. Any other value: 422",
-                json_schema_extra={"type": "integer", "minimum": 1, "maximum": MAX_TTL},
+                f"{ttl_max} (RESERVATION_TTL_MAX_SECONDS); unconsumed and unreleased by then, "
+                "the elected reconciler expires the reservation and the units come back. Any "
+                "other value: 422",
+                json_schema_extra={"type": "integer", "minimum": 1, "maximum": ttl_max},
             ),
         ]
 
@@ -150,6 +158,15 @@ class ReservationRefusal(ErrorBody):
     )
     goodsIds: list[str] | None = Field(None, description="the goods ids the stock has not")
     locations: list[str] | None = Field(None, description="locations the stock service has not")
+    goodsId: str | None = Field(
+        None,
+        description="reason limit_held (409): the goods id whose maxHeld per buyer refused it "
+        "(nothing written, nothing held)",
+    )
+    limit: int | None = Field(None, description="with goodsId: the goods id's maxHeld")
+    had: int | None = Field(
+        None, description="with goodsId: the units the buyer held already (reservations, holds)"
+    )
 
 
 class ReservationNotChanged(ErrorBody):
@@ -173,6 +190,17 @@ class ReservationUnavailable(Unavailable):
     reason: str | None = None
 
 
-class OrderConflict(RootModel[OrderAnswer | ReservationNotChanged]):
+class ConsumeRefused(ErrorBody):
+    """A genOrder with a reservationId that the goods id's perBuyer refuses: no order, the
+    reservation still held."""
+
+    reason: Literal["limit_per_buyer"]
+    goodsId: str
+    limit: int
+    had: int
+    reservationId: str
+
+
+class OrderConflict(RootModel[OrderAnswer | ReservationNotChanged | ConsumeRefused]):
     """genOrder's 409: the order refused or cancelled (OrderAnswer), or, with a reservationId,
     the reservation not held (ReservationNotChanged)."""

@@ -4,7 +4,7 @@ api/routes.py). Every status a route can answer is listed with it."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NoReturn
 
 from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
@@ -21,6 +21,7 @@ from order_service.api.reservation_schemas import (
     reservation_body_model,
     ttl_of,
 )
+from order_service.core.buyer_limits import LimitExceeded
 from order_service.core.fills import BadFill, fill_of
 from order_service.core.model import IdempotencyKeyReused, OrderRequest, Placement, StockRejected
 from order_service.core.statuses import INSUFFICIENT_STOCK
@@ -35,6 +36,7 @@ from order_service.reservations import (
     Reserved,
     UnknownReservation,
 )
+from order_service.storage.buyer_limits import counted
 from shared.config.settings import Settings
 from shared.web.api_app import answers
 from shared.web.http_errors import ApiError
@@ -50,7 +52,9 @@ def deps() -> OrderDeps:
 
 def reservation_routes(settings: Settings) -> APIBlueprint:
     bp = APIBlueprint("reservations", __name__, tag="Reservations")
-    body_model = reservation_body_model(settings.max_lines, settings.max_quantity)
+    body_model = reservation_body_model(
+        settings.max_lines, settings.max_quantity, settings.reservation_ttl_max_seconds
+    )
 
     @bp.post("/reservations")
     @bp.input(body_model, example={"items": [{"goodsId": "sku-1", "num": 2}], "ttlSeconds": 600})
@@ -79,13 +83,16 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
                 409: (
                     ReservationRefusal,
                     "failed: not enough stock (`shortfalls`), nothing held, final; or released "
-                    "by its buyer while it was being made",
+                    "by its buyer while it was being made; or `reason` limit_held: the buyer "
+                    "would hold more of `goodsId` than its maxHeld (`limit`; `had`: held "
+                    "already in reservations and unpaid holds), nothing written, nothing held",
                 ),
                 413: BODY_TOO_LARGE,
                 422: (
                     ReservationRefusal,
                     "an Idempotency-Key used before with another body; "
-                    "ttlSeconds not a whole number from 1 to 3600, a goods id summed over "
+                    "ttlSeconds not a whole number from 1 to RESERVATION_TTL_MAX_SECONDS "
+                    "(3600 at most), a goods id summed over "
                     "MAX_QUANTITY, a goods id whose lines name different locations, goods ids "
                     "or locations the stock service has not (`goodsIds`, `locations`): "
                     "nothing kept",
@@ -102,7 +109,7 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
     def reserve(json_data: Any, headers_data: Any) -> Any:
         """Hold units for a cart: all or nothing, under the lock, for ttlSeconds."""
         try:
-            ttl = ttl_of(json_data.ttlSeconds)
+            ttl = ttl_of(json_data.ttlSeconds, settings.reservation_ttl_max_seconds)
         except BadTtl as exc:
             raise ApiError(422, str(exc), field="ttlSeconds") from exc
         lines = merge_lines(json_data.pairs(), settings.max_quantity)
@@ -117,6 +124,8 @@ def reservation_routes(settings: Settings) -> APIBlueprint:
             )
         except IdempotencyKeyReused as exc:
             raise ApiError(422, str(exc), reservationId=exc.order_id) from exc
+        except LimitExceeded as exc:  # maxHeld per buyer: nothing written, nothing held
+            refused(exc)
         except StockRejected as exc:
             if exc.unknown_locations is not None:
                 raise ApiError(422, str(exc), locations=exc.unknown_locations) from exc
@@ -239,3 +248,13 @@ def from_reservation(request: OrderRequest, key: str | None) -> Placement:
         raise ApiError(422, str(exc), field=exc.field, reservationId=rid) from exc
     except IdempotencyKeyReused as exc:
         raise ApiError(422, str(exc), orderId=exc.order_id) from exc
+    except LimitExceeded as exc:  # perBuyer: no order, the reservation still held
+        refused(exc, reservationId=rid)
+
+
+def refused(exc: LimitExceeded, **named: Any) -> NoReturn:
+    """A flash-sale rule's refusal of a request of which nothing was written: 409, counted."""
+    counted({"": exc.refusal})
+    fields = exc.refusal.fields()
+    message = str(fields.pop("error"))
+    raise ApiError(409, message, **fields, **named) from exc

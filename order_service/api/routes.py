@@ -40,7 +40,9 @@ def deps() -> OrderDeps:
 
 def order_routes(settings: Settings) -> APIBlueprint:
     bp = APIBlueprint("orders", __name__, tag="Orders")
-    order_body = order_body_model(settings.max_lines, settings.max_quantity)
+    order_body = order_body_model(
+        settings.max_lines, settings.max_quantity, settings.pay_within_max_seconds
+    )
 
     @bp.post("/genOrder")
     @bp.input(IdempotencyHeaders, location="headers")
@@ -64,7 +66,13 @@ def order_routes(settings: Settings) -> APIBlueprint:
                 409: (
                     OrderConflict,
                     "FAILED: insufficient stock, or the flag was voided; final: nothing was or "
-                    "will be deducted, whatever comes back to the shelf later. "
+                    "will be deducted, whatever comes back to the shelf later. FAILED with "
+                    "`reason` limit_per_buyer (the buyer's units of `goodsId` in orders not "
+                    "FAILED or CANCELLED, `had`, plus this order's, past its perBuyer, `limit`) "
+                    "or limit_held (a hold, payWithinSeconds, past its maxHeld): refused "
+                    "before any stock call, final, the same for every repeat of its key; with "
+                    "a reservationId, reason limit_per_buyer and no order, the reservation "
+                    "still held. "
                     "CANCELLING/CANCELLED: cancelled while it was placed, or its key was "
                     "cancelled before (POST /cancelOrder). With a reservationId: the "
                     "reservation is not held (`refused`: consumed, released, expired, failed, "
@@ -82,7 +90,8 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
                     "an Idempotency-Key reused with another body, a `fill` other than all, "
                     "partial and backorder, fill=backorder with a line's location (`field`: "
-                    "location) or payWithinSeconds (`field`: payWithinSeconds), a goods id "
+                    "location) or payWithinSeconds (`field`: payWithinSeconds), "
+                    "payWithinSeconds above PAY_WITHIN_MAX_SECONDS, a goods id "
                     "whose lines name different locations, or a location the stock service "
                     "has not (`locations` names them); with a "
                     "reservationId, lines (or a user, or fill) other than the reservation's; "
@@ -101,6 +110,13 @@ def order_routes(settings: Settings) -> APIBlueprint:
         """Place an order: create it, write the operation flag, deduct, confirm by polling."""
         d = deps()
         lines = merge_lines(json_data.pairs(), settings.max_quantity)
+        most = settings.pay_within_max_seconds
+        if json_data.payWithinSeconds is not None and json_data.payWithinSeconds > most:
+            raise ApiError(
+                422,
+                f"payWithinSeconds: at most {most} seconds (PAY_WITHIN_MAX_SECONDS)",
+                field="payWithinSeconds",
+            )
         try:
             hold = json_data.payWithinSeconds is not None
             fill = fill_of(json_data.fill, json_data.located(), hold)

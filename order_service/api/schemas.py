@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from order_service.core.fills import ALL_OR_NOTHING, FILLS
+from shared.config.settings_checks import PAY_WITHIN_CEILING
 from shared.web.schemas import (
     IDENTIFIER_PATTERN,
     WHOLE,
@@ -38,10 +39,12 @@ class OrderStatus(StrEnum):
     CANCELLED = "CANCELLED"
 
 
-MAX_PAY_WITHIN = 7 * 24 * 3600  # a hold of at most a week
+MAX_PAY_WITHIN = PAY_WITHIN_CEILING  # a hold of at most a week, lowered by PAY_WITHIN_MAX_SECONDS
 
 
-def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
+def order_body_model(
+    max_lines: int, max_quantity: int, pay_within_max: int = MAX_PAY_WITHIN
+) -> type[Strict]:
     """The genOrder body under these limits: one of the article's two forms."""
 
     class OrderItem(Strict):
@@ -79,10 +82,13 @@ def order_body_model(max_lines: int, max_quantity: int) -> type[Strict]:
             int,
             Field(
                 ge=1,
-                le=MAX_PAY_WITHIN,
+                le=MAX_PAY_WITHIN,  # PAY_WITHIN_MAX_SECONDS, lower, judged by the route: 422
+                json_schema_extra={"maximum": pay_within_max},
                 description="a hold: the stock is deducted and the order AWAITING_PAYMENT "
                 "until POST /orders/{orderId}/pay; unpaid by then, it is cancelled and the "
-                "stock returned",
+                f"stock returned. At most {pay_within_max} (PAY_WITHIN_MAX_SECONDS; above: "
+                "422). Its units count toward the goods id's maxHeld per buyer "
+                "(PUT /buyer-limits/{goodsId}: over it, 409 limit_held)",
             ),
             WHOLE,
         ] = None  # type: ignore[assignment]
@@ -234,6 +240,18 @@ class OrderAnswer(Answer):
         description="BACKORDERED: the units each line still owes (ordered, less what it has "
         "had: taken when placed, and handed to it since as the reconciler last saw it)",
     )
+    goodsId: str | None = Field(
+        None,
+        description="FAILED by a flash-sale rule per buyer (reason limit_per_buyer or "
+        "limit_held): the goods id whose limit refused it",
+    )
+    limit: int | None = Field(None, description="with goodsId: the rule's limit")
+    had: int | None = Field(
+        None,
+        description="with goodsId: the units the buyer had before this order (in orders not "
+        "FAILED or CANCELLED; limit_held: held in reservations and unpaid holds)",
+    )
+    error: str | None = Field(None, description="with goodsId: the refusal, for a person")
 
 
 class OrderView(Answer):

@@ -39,6 +39,10 @@ INSUFFICIENT_STOCK = "insufficient_stock"  # refused for lack of stock (exactly 
 VOIDED = "voided"  # the stock service could not be reached, then the flag was voided
 REDIS_UNAVAILABLE = "redis_unavailable"  # no flag written, no stock call made
 REJECTED = "rejected"  # the stock service refused the request itself (unknown goods)
+# Refused by a flash-sale rule per buyer in the transaction that created it, no flag, no
+# stock call (order_service/core/buyer_limits.py: `limit_per_buyer: goodsId=.. limit=.. had=..`,
+# or `limit_held: ...`): no stock call at all, so it too can never get flows.
+LIMIT_PER_BUYER, LIMIT_HELD = "limit_per_buyer", "limit_held"
 OUTCOME_UNKNOWN = "outcome_unknown"  # PENDING: the reconciler settles it
 RECONCILED = "reconciled"  # settled by the reconciler from the stock database's decision
 CANCELLED_BY_BUYER = "cancelled: by the buyer"

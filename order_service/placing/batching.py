@@ -16,6 +16,10 @@ a lock hold. An order whose outcome the batch could not learn (no answer, a `dup
 without rows) goes back to its own request's thread, which polls the stock flow and voids as a
 lone order would (order_service/placing/flow.py): the slow path never holds up a batch.
 
+The batch's transaction also judges the flash-sale rules per buyer (docs/buyer-limits.md) under
+each buyer's row lock, its members in order: a member refused is written FAILED in it, and
+answered 409 at once with no flag and no stock call; the others go on as if it never came.
+
 A batch's orders are written only once it runs: a request queued past its patience is
 answered 503 with nothing written, so an order's age (the reconciler's rule) starts with it.
 """
@@ -29,14 +33,17 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from sqlalchemy.exc import IntegrityError
 
 from coordination.combining import BatchHandle, Combiner
+from order_service.core.buyer_limits import LimitRefusal
 from order_service.core.fills import ALL, Fill
-from order_service.core.statuses import OUTCOME_UNKNOWN, PENDING, REDIS_UNAVAILABLE
+from order_service.core.model import OrderState
+from order_service.core.statuses import FAILED, OUTCOME_UNKNOWN, PENDING, REDIS_UNAVAILABLE
 from order_service.placing.batch_call import reduce_many
 from order_service.placing.batch_results import BatchResult, KeyTaken, Placed, concluded
 from order_service.placing.client import StockAnswer, StockClient
 from order_service.placing.flags import FlagWriter
 from order_service.placing.turn import StockTurns
 from order_service.storage import transitions
+from order_service.storage.buyer_limits import BuyerRules, counted
 from order_service.storage.store import OrderStore
 from order_service.storage.transitions import Finish, NewOrder
 from shared.config.settings import FLAG_WRITES
@@ -57,8 +64,10 @@ class OrderBatches:
         stock: StockClient,
         batch_max: int,
         companion_wait: float = 0.0,
+        rules: BuyerRules | None = None,
     ) -> None:
         self.store = store
+        self.rules = rules
         self.flags = flags
         self.stock = stock
         self.turns = StockTurns()
@@ -78,33 +87,46 @@ class OrderBatches:
         flag write or a stock call to try again) batches run side by side."""
         orders = list(items)
         ORDER_BATCH_SIZE.observe(len(orders))
-        created, taken = self.create(orders)
+        created, taken, refused = self.create(orders)
         results: dict[str, BatchResult] = {o.order_id: KeyTaken() for o in taken}
+        for order_id, refusal in refused.items():  # final: no flag, no stock call
+            failed = OrderState(order_id, FAILED, refusal.text())
+            ORDERS.labels(FAILED, refusal.reason).inc()
+            results[order_id] = Placed(failed, refusal.reason, batch=len(orders))
         if created:
             results.update(self.place(created, handle.detach))
         return [results[order.order_id] for order in orders]
 
-    def create(self, orders: list[NewOrder]) -> tuple[list[NewOrder], list[NewOrder]]:
-        """Step 3: the orders PENDING, in one transaction. A repeated Idempotency-Key fails
-        it whole: then each is written alone, and those whose key is taken are set aside."""
+    def create(
+        self, orders: list[NewOrder]
+    ) -> tuple[list[NewOrder], list[NewOrder], dict[str, LimitRefusal]]:
+        """Step 3: the orders PENDING, in one transaction, those the flash-sale rules per buyer
+        refuse written FAILED in it (storage/buyer_limits.py). A repeated Idempotency-Key fails
+        it whole: then each is written alone, and those whose key is taken are set aside.
+        The orders to place, those set aside, and the refusals by order id."""
         try:
-            transitions.create_pending_many(self.store, orders)
-            return orders, []
+            refused = transitions.create_pending_many(self.store, orders, self.rules)
+            counted(refused)
+            return [o for o in orders if o.order_id not in refused], [], refused
         except IntegrityError:
             if len(orders) == 1 and orders[0].idempotency_key:
-                return [], orders  # two submits with one key raced; the unique key chose
+                return [], orders, {}  # two submits with one key raced; the unique key chose
             if len(orders) == 1:
                 raise
-        created, taken = [], []
+        created, taken, refused = [], [], {}
         for order in orders:
             try:
-                transitions.create_pending_many(self.store, [order])
-                created.append(order)
+                alone = transitions.create_pending_many(self.store, [order], self.rules)
             except IntegrityError:
                 if not order.idempotency_key:
                     raise
                 taken.append(order)
-        return created, taken
+                continue
+            counted(alone)
+            refused.update(alone)
+            if order.order_id not in alone:
+                created.append(order)
+        return created, taken, refused
 
     def place(
         self,

@@ -32,8 +32,11 @@ What each answer of the stock service makes of the order:
   CONFIRMED, refused or voided FAILED. Undecided, or no answer: the order stays PENDING with
   its reason, and the elected reconciler deducts again under the same flag once the
   dependency is back (and voids it only after RECONCILE_VOID_AFTER).
-So an order is FAILED only on the stock database's decision, never a guess, and no answer is
-contradicted by the order's final state: it is made from the row as the write left it.
+- refused by a flash-sale rule per buyer (limit_per_buyer, limit_held: docs/buyer-limits.md),
+  in the transaction that created it: FAILED there, before any flag or stock call.
+So an order is FAILED only on the stock database's decision (or a rule's, before any call),
+never a guess, and no answer is contradicted by the order's final state: it is made from the
+row as the write left it.
 
 This module speaks of orders, not HTTP: the routes (api/routes.py) turn a Placement into a status.
 """

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from sqlalchemy.exc import IntegrityError
 
+from order_service.core.buyer_limits import LimitExceeded, Wanted
 from order_service.core.fills import Filled, allocations_from
 from order_service.core.model import OrderRequest, OrderState, Placement
 from order_service.core.statuses import AWAITING_PAYMENT
@@ -43,6 +44,7 @@ from order_service.reservations.store import (
     compare_and_set,
     read,
 )
+from order_service.storage.buyer_limits import retried
 from order_service.storage.fill_store import Confirmed, record
 from order_service.storage.store import OrderStore
 from shared.logs import log_context
@@ -113,7 +115,13 @@ class ReservationOrders:
     def consume(
         self, found: Reservation, request: OrderRequest, key: str | None
     ) -> tuple[OrderState, Filled]:
-        """The compare-and-set and the order, in one transaction (the module's docstring)."""
+        """The compare-and-set and the order, in one transaction (the module's docstring);
+        run again if the buyer's row for a rule was not written yet (storage/buyer_limits.py)."""
+        return retried(self.orders, lambda: self._consume(found, request, key))
+
+    def _consume(
+        self, found: Reservation, request: OrderRequest, key: str | None
+    ) -> tuple[OrderState, Filled]:
         rid = found.id
         status = request.confirmed
         reason = f"{RESERVED}: the units its reservation held"
@@ -121,6 +129,12 @@ class ReservationOrders:
             dict(found.lines), allocations_from({"allocations": list(found.allocations)})
         )
         with self.reservations.writing() as write:
+            rules = self.reservations.rules
+            if rules is not None:  # perBuyer: the order counts; its units were held already
+                wanted = Wanted(rid, request.user_id, dict(found.lines))
+                refused = rules.check(write.conn, [wanted])
+                if refused:
+                    raise LimitExceeded(refused[rid])
             at = write.clock()  # before expires_at by the database's clock, whichever host
             moved = compare_and_set(
                 write.conn, rid, (HELD,), CONSUMED, f"consumed: order {rid}", at, False

@@ -33,6 +33,8 @@ from typing import Any
 from sqlalchemy import and_, delete, insert, or_, select, update
 from sqlalchemy.engine import Connection
 
+from order_service.core.buyer_limits import LimitExceeded, Wanted
+from order_service.storage.buyer_limits import BuyerRules, retried
 from order_service.storage.store import DB, OrderStore, OrderWrite
 from order_service.storage.tables import reservation_lines, reservations
 from order_service.storage.transitions import Fence, fenced
@@ -95,8 +97,9 @@ class ReservationStore:
     """Reservations in the order database, written through the order store's transactions
     (so a reconciler's write moves the reconciler fence in the same one)."""
 
-    def __init__(self, orders: OrderStore) -> None:
+    def __init__(self, orders: OrderStore, rules: BuyerRules | None = None) -> None:
         self.orders = orders
+        self.rules = rules  # the flash-sale rules per buyer (storage/buyer_limits.py)
 
     @contextmanager
     def writing(self, fence: Fence | None = None) -> Iterator[OrderWrite]:
@@ -115,8 +118,28 @@ class ReservationStore:
     ) -> None:
         """The reservation `pending`, with its lines, in one transaction: before its flag is
         written and its deduction asked for, so nothing is ever held for a row that is not.
-        `key`: its Idempotency-Key and request fingerprint (IntegrityError: the key is taken)."""
+        `key`: its Idempotency-Key and request fingerprint (IntegrityError: the key is taken).
+        A buyer's units past a goods id's maxHeld: LimitExceeded, nothing written (judged in
+        this transaction, under the buyer's row's lock: storage/buyer_limits.py)."""
+        retried(
+            self.orders, lambda: self._create(reservation_id, user_id, lines, locations, ttl, key)
+        )
+
+    def _create(
+        self,
+        reservation_id: str,
+        user_id: str | None,
+        lines: Mapping[str, int],
+        locations: Mapping[str, str],
+        ttl: int,
+        key: tuple[str, str] | None,
+    ) -> None:
         with self.writing() as write:
+            if self.rules is not None and user_id is not None:
+                wanted = Wanted(reservation_id, user_id, lines, orders=False, holds=True)
+                refused = self.rules.check(write.conn, [wanted])
+                if refused:
+                    raise LimitExceeded(refused[reservation_id])
             write.conn.execute(
                 insert(reservations),
                 {

@@ -44,6 +44,9 @@ orders = Table(
     # holds by their deadline.
     Index("ix_orders_status_created", "status", "created_at"),
     Index("ix_orders_status_deadline", "status", "pay_deadline"),
+    # A buyer's orders, for the flash-sale rules' count of what one userId has of a goods id
+    # (order_service/storage/buyer_limits.py).
+    Index("ix_orders_user_status", "user_id", "status"),
 )
 
 order_details = Table(
@@ -138,4 +141,30 @@ reservation_lines = Table(
     Column("goods_id", Exact(IDENTIFIER), primary_key=True),
     Column("num", Integer, nullable=False),
     Column("location", Exact(IDENTIFIER), nullable=True),  # the line's named location, if any
+)
+# A reservation's buyer, for the flash-sale rules' count of the units one userId holds.
+Index("ix_reservations_user_state", reservations.c.user_id, reservations.c.state)
+
+# The flash-sale rules of a goods id (PUT /buyer-limits/{goodsId}, docs/buyer-limits.md): the
+# units one userId may have in orders not FAILED or CANCELLED (`per_buyer`), and hold at once
+# in reservations and unpaid holds (`max_held`; null: BUYER_MAX_HELD_DEFAULT). No row: none.
+buyer_limits = Table(
+    "buyer_limits",
+    metadata,
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("per_buyer", BigInteger, nullable=True),
+    Column("max_held", BigInteger, nullable=True),
+    Column("updated_at", Timestamp, nullable=False),
+)
+
+# One row per (buyer, goods id) under a limit, written if absent and locked (FOR UPDATE) by the
+# transaction that creates an order or a reservation of it: two of one buyer's requests for one
+# goods id are decided one after the other, each counting what the buyer has in its rows. It
+# holds no count: a cancel or a failure changes the orders, and the next count sees it.
+buyer_goods = Table(
+    "buyer_goods",
+    metadata,
+    Column("user_id", Exact(IDENTIFIER), primary_key=True),
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("created_at", Timestamp, nullable=False),
 )

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from order_service.core.buyer_limits import LimitRefusal, Wanted
 from order_service.core.fills import ALL, Fill
 from order_service.core.model import OrderState
 from order_service.core.statuses import (
@@ -34,6 +35,7 @@ from order_service.core.statuses import (
     PENDING,
     deducted_status,
 )
+from order_service.storage.buyer_limits import BuyerRules, retried
 from order_service.storage.fill_store import Confirmed, record
 from order_service.storage.store import OrderStore, OrderWrite
 
@@ -102,11 +104,29 @@ def create_pending(
     )
 
 
-def create_pending_many(store: OrderStore, new: list[NewOrder]) -> None:
+def create_pending_many(
+    store: OrderStore, new: list[NewOrder], rules: BuyerRules | None = None
+) -> dict[str, LimitRefusal]:
     """A batch's orders, PENDING, in one transaction: all of them, or (a repeated idempotency
-    key: IntegrityError) none."""
-    with store.writing() as write:
-        write.add_many([(order.row(), order.lines, order.fill) for order in new])
+    key: IntegrityError) none. With `rules`, the flash-sale rules per buyer are checked first
+    in the same transaction, under the buyers' rows' locks (storage/buyer_limits.py): an order
+    they refuse is written FAILED with the refusal as its reason (final: no flag, no stock
+    call), the others PENDING. The refusals, by order id."""
+    wanted = [Wanted(o.order_id, o.user_id, o.lines, holds=o.pay_within is not None) for o in new]
+
+    def create() -> dict[str, LimitRefusal]:
+        with store.writing() as write:
+            refused = rules.check(write.conn, wanted) if rules is not None else {}
+            rows = []
+            for order in new:
+                row = order.row()
+                if order.order_id in refused:
+                    row.update(status=FAILED, reason=refused[order.order_id].text())
+                rows.append((row, order.lines, order.fill))
+            write.add_many(rows)
+        return refused
+
+    return retried(store, create) if rules is not None else create()
 
 
 def tombstone(store: OrderStore, order_id: str, idempotency_key: str) -> OrderState:

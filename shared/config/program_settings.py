@@ -15,6 +15,8 @@ SCHEMA = ("migrate_on_start",)
 DATABASE = ("db_statement_timeout_ms", "db_lock_timeout_ms")
 FAULTS = ("fault_injection",)
 LIMITS = ("max_body_bytes", "max_lines", "max_quantity")
+# The order service's holds and the flash-sale rules per buyer (docs/buyer-limits.md).
+BUYERS = ("reservation_ttl_max_seconds", "pay_within_max_seconds", "buyer_max_held_default")
 # Where the singletons (the reconcilers, the relays) elect their leader, and how they reach it.
 ELECTION = (
     "election_backend",
@@ -82,6 +84,8 @@ PROGRAMS: dict[str, frozenset[str]] = {
             "order_batch_wait_ms",
             "idempotency_wait",
             *LIMITS,
+            *BUYERS,
+            "admin_token",
             *SCHEMA,
             *FAULTS,
             *LOGS,

@@ -26,6 +26,8 @@ DEDUCT_BATCH_BUDGET_DEFAULT = 1.0
 # What one request may spend on its database steps besides its calls (the order row, the
 # outcome): a margin, not a measured bound; PostgreSQL and MySQL connect within 5 s.
 DATABASE_MARGIN_SECONDS = 5.0
+# Optional whole numbers: unset or empty is None (no cap).
+OPTIONAL_INTS = frozenset({"buyer_max_held_default"})
 
 
 def _bool(text: str) -> bool:
@@ -160,6 +162,14 @@ class Settings:
     max_lines: int = 100
     max_quantity: int = 10_000
     max_stock_level: int = 1_000_000_000
+    # The most a reservation's ttlSeconds and a hold's payWithinSeconds may ask (above: 422);
+    # each lowers its ceiling (an hour; a week), never raises it.
+    reservation_ttl_max_seconds: int = 3600
+    pay_within_max_seconds: int = 7 * 24 * 3600
+    # The flash-sale rules per buyer (docs/buyer-limits.md): the units of a goods id one userId
+    # may hold at once in reservations and unpaid holds, for a goods id whose own maxHeld is
+    # not set (PUT /buyer-limits/{goodsId}); unset or empty: no cap.
+    buyer_max_held_default: int | None = None
 
     # Schema: migrate at start-up, or refuse to start on an old schema (the default).
     migrate_on_start: bool = False
@@ -198,6 +208,9 @@ class Settings:
                 continue
             default = getattr(cls, f.name, None)
             try:
+                if f.name in OPTIONAL_INTS:
+                    values[f.name] = int(raw) if raw.strip() else None
+                    continue
                 values[f.name] = _convert(raw, default)
             except ValueError as exc:
                 raise ValueError(f"{f.name.upper()}={raw!r}: {exc}") from exc

@@ -18,6 +18,13 @@ MAX_BATCH_WAIT_MS = 20.0
 # A shared.config.settings.Settings: named loosely, as that module imports this one (no circle).
 Settings = Any
 
+# The hard maxima of a reservation's ttlSeconds and a hold's payWithinSeconds: their settings
+# (RESERVATION_TTL_MAX_SECONDS, PAY_WITHIN_MAX_SECONDS) lower them, never raise them.
+TTL_CEILING = 3600  # a cart's hold of at most an hour
+PAY_WITHIN_CEILING = 7 * 24 * 3600  # a hold of at most a week
+# A buyer limit's largest value (order_service/core/buyer_limits.py: BUYER_LIMIT_MAX).
+BUYER_LIMIT_CEILING = 1_000_000_000
+
 LOCK_BACKENDS = ("zookeeper", "redis", "etcd", "database", "unique-key", "redlock", "none")
 LOCK_SCOPES = ("sku", "global")
 
@@ -83,7 +90,29 @@ def _one_of(name: str, allowed: Iterable[str]) -> Check:
     )
 
 
+def _within(name: str, ceiling: int) -> Check:
+    return Check(
+        frozenset({name}),
+        lambda s: (
+            None
+            if 1 <= getattr(s, name) <= ceiling
+            else f"{name.upper()} must be 1 to {ceiling} (it lowers the maximum, never raises it)"
+        ),
+    )
+
+
 CHECKS = (
+    _within("reservation_ttl_max_seconds", TTL_CEILING),
+    _within("pay_within_max_seconds", PAY_WITHIN_CEILING),
+    Check(
+        frozenset({"buyer_max_held_default"}),
+        lambda s: (
+            None
+            if s.buyer_max_held_default is None
+            or 0 <= s.buyer_max_held_default <= BUYER_LIMIT_CEILING
+            else f"BUYER_MAX_HELD_DEFAULT must be 0 to {BUYER_LIMIT_CEILING}, or unset (no cap)"
+        ),
+    ),
     _one_of("lock_backend", LOCK_BACKENDS),
     _one_of("election_backend", ("", "zookeeper", "etcd")),
     _one_of("log_format", ("text", "json")),

@@ -5,11 +5,11 @@ with a PostgreSQL failover, each order and stock host on a clock of its own (±2
 the intruder, the late first attempts after a refusal
 (slow-first-attempts), a lock holder stalled 12 s beside other goods ids' buyers (ST), an
 operator's adjustments, stock in three locations (orders with and without a location, partial
-fills, transfers), backorders and cart reservations (B1, B2, R1, RA) and a consumer of the stock
-events in it; a run without a lock must be caught overselling, a run without fencing must be
-caught losing an update when a worker is paused inside its write, and `cluster down` must leave
-nothing behind. Needs root (namespaces, nftables): fails loudly without it, like every test that
-needs a server."""
+fills, transfers), backorders and cart reservations (B1, B2, R1, RA), buyers rushing goods
+with a per-buyer limit (PB), and a consumer of the stock events in it; a run without a lock
+must be caught overselling, a run without fencing must be caught losing an update when a
+worker is paused inside its write, and `cluster down` must leave nothing behind. Needs root
+(namespaces, nftables): fails loudly without it, like every test that needs a server."""
 
 from __future__ import annotations
 
@@ -375,6 +375,13 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         assert checks[check]["verdict"] == "valid", checks[check]
     assert owed["lines"] > 0 and owed["handovers"] > 0 and owed["filled"] > 0, owed
     assert carts["consumed"] > 0 and carts["released"] > 0 and carts["expired"] > 0, carts
+    # Per-buyer limits through every fault: buyers rushing a limited goods id with several
+    # orders at once, each under its own key, some cancelling one after: no buyer over the
+    # limit at the end, every limit_per_buyer refusal FAILED for good (PB).
+    limited = result["buyer_limits"]
+    print(f"buyer limits {limited}")
+    assert checks["PB"]["verdict"] == "valid", checks["PB"]
+    assert limited["placed"] > 0 and limited["refused_limit"] > 0, limited
     relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
     assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.

@@ -35,6 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="order: one order end to end (default); herd: the article's herd effect; "
         "locations: stock in several places, allocated, partly filled, transferred; "
         "backorders: orders in line for stock not yet here, and cart reservations; "
+        "flash-sale: 500 buyers, some clicking five times, for 100 units, one per buyer; "
         "the others cause a fault for real (docs/scenarios.md tells each)",
     )
     parser.add_argument(
