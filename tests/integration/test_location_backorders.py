@@ -13,6 +13,7 @@ import pytest
 import redis as redis_lib
 import sqlalchemy as sa
 
+from inventory.check.backorders import check_cap, check_fill_order, read_backorders
 from shared.config.settings import Settings
 from stock_service.storage.tables import backorder, backorder_fill
 from tests.conftest import ADMIN, unique
@@ -74,6 +75,13 @@ def filled(s: Services, goods: str) -> list[tuple[str, int, str]]:
         return [(r.flag, int(r.filled), r.state) for r in rows]
 
 
+def checks_hold(s: Services, goods: str) -> None:
+    """B1 and B2, per location, as a chaos run's checks read them from the stock database."""
+    data = read_backorders(s.engine, goods)
+    for result in (check_cap(data), check_fill_order(data)):
+        assert result.ok, result.numbers
+
+
 def owed_at_holds(s: Services, goods: str, location: str, cap: int) -> int:
     """The units owed to lines naming `location`, replayed over the ledger, never above `cap`;
     what they owe at the end."""
@@ -127,6 +135,7 @@ def test_fifty_buyers_naming_a_location_owe_exactly_the_tighter_limit(
     assert s.level(goods) == 5  # the default's, untouched
     assert owed_at_holds(s, goods, north, location_limit) == owed
     ledger_holds(s, goods, goods_limit)
+    checks_hold(s, goods)
 
 
 def test_arrivals_serve_the_lines_that_may_take_them_oldest_first(services: Services) -> None:
@@ -161,6 +170,16 @@ def test_arrivals_serve_the_lines_that_may_take_them_oldest_first(services: Serv
     assert s.stock.put(f"/returnStock/{a}").json["outcome"] == "returned"
     assert filled(s, goods)[-1] == (e["flag"], 2, "filled")
     ledger_holds(s, goods, 20)
+    data = read_backorders(s.engine, goods)
+    assert {w.flag: w.location for w in data.lines[goods]} == {
+        a: north,
+        b: None,
+        c: south,
+        d: north,
+        e["flag"]: north,
+    }
+    assert [(h.flag, h.at) for h in data.fills[goods]][:2] == [(b, (south,)), (c, (south,))]
+    checks_hold(s, goods)
 
 
 def test_the_policy_is_set_read_and_checked(services: Services) -> None:
