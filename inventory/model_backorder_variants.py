@@ -1,9 +1,10 @@
 """The variants of the backorders' and reservations' model (model/backorders.pml) that
 inventory/model_check.py checks: units owed beyond on hand, within a cap, filled oldest first by
-the units that arrive (a restock, a cancelled line's units), and a cart reservation ended once by
-its genOrder, its DELETE or its expiry. Each world intact (no violation expected) and each guard
-removed (a counterexample expected). A model of its own so that its check takes seconds: its pan
-is compiled without -O2, like the locations' model."""
+the units that arrive (a restock, a cancelled line's units), the same per location (a location's
+limit, arrivals at a location serving the lines naming it or none), and a cart reservation
+ended once by its genOrder, its DELETE or its expiry. Each world intact (no violation expected)
+and each guard removed (a counterexample expected). A model of its own so that its check takes
+seconds: its pan is compiled without -O2, like the locations' model."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ MODEL = "backorders.pml"
 # The reservations' world: one reservation raced by its genOrder, its DELETE (and the DELETE's
 # retry) and the elected reconciler's expiry.
 RESERVATIONS = ("RESERVATIONS",)
+# The locations' world: backorder limits per location, arrivals at a location serving the lines
+# naming it or none, oldest first.
+LOCATED = ("LOCATED",)
 
 
 def _variant(name: str, macros: tuple[str, ...], expect_violation: bool, meaning: str) -> Variant:
@@ -74,6 +78,34 @@ BACKORDER_VARIANTS: tuple[Variant, ...] = (
         ("NO_HANDOVER",),
         False,
         "a deduction takes what is on hand without handing it to the waiting lines first",
+    ),
+    # Locations: three buyers, two naming N (its limit 1) and one naming none, and a restock
+    # at each of N and S.
+    _variant("locations", LOCATED, False, "every guard in place: limits and arrivals per location"),
+    _variant(
+        "NO_LOCATION_LIMIT",
+        (*LOCATED, "NO_LOCATION_LIMIT"),
+        True,
+        "a line naming a location owes within the goods id's limit alone, not the location's",
+    ),
+    _variant(
+        "SERVE_ANYWHERE",
+        (*LOCATED, "SERVE_ANYWHERE"),
+        True,
+        "a line naming a location is handed units that arrive at any location",
+    ),
+    _variant(
+        "STRICT_FIFO",
+        (*LOCATED, "STRICT_FIFO"),
+        True,
+        "arriving units go to the oldest waiting line or stay on hand, even when it cannot "
+        "take units there",
+    ),
+    _variant(
+        "LOCATED_NEWEST",
+        (*LOCATED, "LOCATED_NEWEST"),
+        True,
+        "each location's arriving units go to the newest waiting line that may take them",
     ),
     # Reservations: exactly one terminal transition, the units back once.
     _variant("reservations", RESERVATIONS, False, "every guard in place: consume, release, expire"),

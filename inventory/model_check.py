@@ -43,7 +43,9 @@ A third model, model/backorders.pml (its variants in inventory/model_backorder_v
 has backorders within a cap filled oldest first by the units that arrive (FILL_NEWEST and
 NEWCOMER_FIRST: a later order filled first; FILL_NOT_IN_COMMIT: units on hand while a line
 waits; CANCEL_READ_BEFORE_HOLD, and GATE_ONLY_CHANGED_LEVELS, the fence met only by a plan
-that moves a level: units lost; BACKORDERS_NO_FENCE; NO_HANDOVER expected clean), and a world,
+that moves a level: units lost; BACKORDERS_NO_FENCE; NO_HANDOVER expected clean), a world,
+-DLOCATED, of backorder limits per location and arrivals served per location (NO_LOCATION_LIMIT,
+SERVE_ANYWHERE, STRICT_FIFO, LOCATED_NEWEST), and a world,
 -DRESERVATIONS, of a reservation ended exactly once by its genOrder, its DELETE or its expiry
 (STATE_NO_CAS and EXPIRY_NO_CAS: two ends; RETURN_NO_CAS: its units back twice).
 

@@ -190,6 +190,15 @@ BACKORDER_ACTIONS: dict[str, str] = {
     "the cap: the units owed stay within the limit": (
         "stock_service.core.backorders.Backorders.room"
     ),
+    "a line naming a location owes within that location's limit and the goods id's": (
+        "stock_service.core.backorders.Backorders.bound"
+    ),
+    "units at a location to the oldest waiting line naming it or none": (
+        "stock_service.core.backordering.serve_waiting"
+    ),
+    "a location's limit, read with the hold for the lines naming a location": (
+        "stock_service.storage.backorder_store.read_location_limits"
+    ),
     "a line waits at the ledger seq of its backordered entry": (
         "stock_service.core.backorders.Backorders.wait"
     ),

@@ -3,7 +3,7 @@
    reservation ended exactly once, its units back once, whatever races it. A third small model,
    apart from model/protocol.pml (the flags, retries, reconcilers, returns and holds of a
    deduction) and model/locations.pml (two locations, transfers), so that its check takes
-   seconds. Two worlds:
+   seconds. Three worlds (the third, per location, -DLOCATED, is described where it starts):
 
    The backorders world (the default), stock_service/core/backorders.py and backordering.py:
    - one goods id, on hand 0, a backorder limit of LIMIT (3) units owed;
@@ -110,8 +110,9 @@
    expiry's to end),
    -DWITNESS_OWN_KEY (the genOrder's retry, racing it, finds it consumed by its own key).
 
-   Left out (said once): a second goods id, named locations and transfers received
-   (model/locations.pml); an order of two lines; a backordered deduction's flag, retries and
+   Left out (said once): a second goods id, transfers received (model/locations.pml); named
+   locations but in the locations world (-DLOCATED: no cancel there, the give-back to a
+   location is the code's give_back, checked by tests/unit/test_location_backorder_properties.py); an order of two lines; a backordered deduction's flag, retries and
    reconcilers (model/protocol.pml); returns other than a cancel's; a reservation's returned
    units serving backorders (the two worlds are apart); a pending reservation (its deduction's
    outcome unknown: the protocol's flags); the order made of a reservation paid or cancelled
@@ -194,7 +195,7 @@ inline release(me) {
 }
 
 
-#ifndef RESERVATIONS
+#if !defined(RESERVATIONS) && !defined(LOCATED)
 /* ---------------------------------------------------------------- the backorders world */
 
 #define NB 3                         /* the buyers' lines: A 0, B 1, C 2 */
@@ -830,6 +831,355 @@ init {
            reconciler's passes, one holder paused) */
         assert(!deadline || rstate != HELD);
         assert(PAUSES > 1 || !(rstate == RELEASED || rstate == EXPIRED) || returned)
+    }
+}
+#endif
+
+#ifdef LOCATED
+/* ------------------------------------------------------ the locations world (-DLOCATED) */
+/* Backorder limits per location (stock_service/core/backorders.py: Backorders.bound and
+   serve): one goods id, on hand 0 at two locations, N (priority first) and S; a backorder
+   limit of LIMIT (3) for the goods id and LIMIT_N (1) for the lines naming N:
+   - three buyers arriving in any order: A (1 unit, names N), B (2 units, names no location)
+     and C (1 unit, names N). Under the lock: what is on hand is first handed to the lines
+     waiting (serve_waiting before deduct); then the buyer takes what its location has (B:
+     what N and S have, N first) and owes the rest when the goods id's units owed stay within
+     LIMIT and, for a line naming N, the units owed by the lines naming N within LIMIT_N (else
+     refused, nothing taken: try_backorder, Backorders.bound), a waiting line at the ledger
+     seq of its commit;
+   - two restocks of one unit each, one at S and one at N (admin adjustments at a location,
+     under the lock): in the same commit the unit goes to the waiting line of the oldest place
+     THAT MAY TAKE UNITS THERE (a line naming that location, or naming none), as much as it
+     still wants, and on hand only when no such line waits;
+   - one lock whose token grows; a holder may be paused past its session between its read and
+     its commit (PAUSES), refused by the fence (the compare-and-set on the goods row).
+   Checked at every commit: on hand never below zero at either location; the units owed never
+   above LIMIT, those of the lines naming N never above LIMIT_N; nothing made or lost; a line
+   naming N never holds a unit from S; the row's units owed are the lines'; and FAIRNESS PER
+   LOCATION: no line gets units at a location while a line of an earlier place that may take
+   units there waits. At the end: no unit on hand at a location while a line that may take it
+   waits.
+   Guards (inventory/model_backorder_variants.py):
+     -DNO_LOCATION_LIMIT   the location's limit not checked, the goods id's alone: A and C both
+                           owe at N (over_the_limit_at_n)
+     -DSERVE_ANYWHERE      a line naming a location handed units at any location, oldest
+                           first: A (or C) handed S's unit (a_unit_from_elsewhere; before B, a
+                           line that may take it)
+     -DSTRICT_FIFO         a unit goes to the oldest waiting line or stays on hand: S's unit
+                           stays on hand behind A, which cannot take it, while B waits
+     -DLOCATED_NEWEST      each location's units to its newest waiting line first
+   Probe: -DWITNESS_SKIP (S's unit handed to B while an older A waits for N's, intact). */
+
+#define NB 3                         /* the buyers' lines: A 0, B 1, C 2 */
+#define WANT(o) (o == 1 -> 2 : 1)
+#define LOC(o) (o == 1 -> 0 : 1)     /* the location its line names: 1 N, 2 S; 0 none */
+#ifndef LIMIT
+#define LIMIT 3
+#endif
+#ifndef LIMIT_N
+#define LIMIT_N 1
+#endif
+#define RESTOCK1 4                   /* at S; RESTOCK1 + 1 at N */
+#define WHERE(me) (me == RESTOCK1 -> 2 : 1)
+
+short on_n = 0, on_s = 0;
+short owed = 0;
+mtype st[NB];
+byte fn[NB], fs[NB];                 /* units given to the line from N, from S */
+byte place[NB];
+byte units_in = 0;
+
+#define FILL(o) (fn[o] + fs[o])
+#define OWES(o) (st[o] == BACKORDERED -> WANT(o) - FILL(o) : 0)
+#define OWED (OWES(0) + OWES(1) + OWES(2))
+#define OWES_N(o) (LOC(o) == 1 -> OWES(o) : 0)
+#define OWED_N (OWES_N(0) + OWES_N(1) + OWES_N(2))
+#define HAS(o) ((st[o] == BACKORDERED || st[o] == CONFIRMED) -> FILL(o) : 0)
+#define WAITS(o) (st[o] == BACKORDERED)
+#define MAY(o, l) (LOC(o) == 0 || LOC(o) == l)
+#define WAITS_FOR(l) ((WAITS(0) && MAY(0, l)) || (WAITS(1) && MAY(1, l)) || (WAITS(2) && MAY(2, l)))
+#define MOVED_LINE(i) ((touched & waited & (1 << i)) && st[i] != BACKORDERED)
+#define A_LINE_MOVED (MOVED_LINE(0) || MOVED_LINE(1) || MOVED_LINE(2))
+#define P_OWES(o) (p_st[o] == BACKORDERED -> WANT(o) - p_fn[o] - p_fs[o] : 0)
+#define P_OWED (P_OWES(0) + P_OWES(1) + P_OWES(2))
+#define P_OWES_N(o) (LOC(o) == 1 -> P_OWES(o) : 0)
+#define P_OWED_N (P_OWES_N(0) + P_OWES_N(1) + P_OWES_N(2))
+#ifdef SERVE_ANYWHERE
+#define P_MAY(o, l) 1
+#else
+#define P_MAY(o, l) MAY(o, l)
+#endif
+#ifdef LOCATED_NEWEST
+#define FIRST(a, b) (p_place[a] > p_place[b])
+#else
+#define FIRST(a, b) (p_place[a] < p_place[b])
+#endif
+
+inline step(me) {
+    printf("STEP ");
+    if
+    :: me < RESTOCK1 -> printf("order %c", 'A' + me - 1)
+    :: me == RESTOCK1 -> printf("restock at S")
+    :: me == RESTOCK1 + 1 -> printf("restock at N")
+    fi
+}
+
+inline show_lines() {
+    i = 0;
+    do
+    :: i < NB ->
+       if
+       :: st[i] == BACKORDERED ->
+          printf(", %c waits %d/%d at %d (place %d)", 'A' + i, FILL(i), WANT(i), LOC(i), place[i])
+       :: st[i] == CONFIRMED -> printf(", %c filled %d/%d (place %d)", 'A' + i, FILL(i), WANT(i), place[i])
+       :: st[i] == REFUSED -> printf(", %c refused", 'A' + i)
+       :: else -> skip
+       fi;
+       i++
+    :: else -> break
+    od;
+    i = 0;
+    printf("\n")
+}
+
+inline balanced() {
+    assert(on_n >= 0 && on_s >= 0);
+    over_the_limit = (OWED > LIMIT);
+    assert(!over_the_limit);
+    over_the_limit_at_n = (OWED_N > LIMIT_N);
+    assert(!over_the_limit_at_n);
+    made_or_lost = (units_in != on_n + on_s + HAS(0) + HAS(1) + HAS(2));
+    assert(!made_or_lost);
+    a_unit_from_elsewhere = (fs[0] > 0 || fs[2] > 0);
+    assert(!a_unit_from_elsewhere);
+    owed_not_the_lines = (owed != OWED);
+    assert(!owed_not_the_lines);
+    over_the_limit = 0; over_the_limit_at_n = 0; made_or_lost = 0; a_unit_from_elsewhere = 0;
+    owed_not_the_lines = 0
+}
+
+/* Fairness per location, on the commit just made: no line given units at a location (gn, gs)
+   while a line of an earlier place that may take units there still waits. */
+inline fair() {
+    i = 0;
+    do
+    :: i < NB ->
+       j = 0;
+       do
+       :: j < NB ->
+          later_filled_first = (i != j && WAITS(i) && place[i] < place[j]
+                                && ((gn[j] > 0 && MAY(i, 1)) || (gs[j] > 0 && MAY(i, 2))));
+          assert(!later_filled_first);
+          j++
+       :: else -> break
+       od;
+       i++
+    :: else -> break
+    od;
+    i = 0; j = 0; later_filled_first = 0
+}
+
+inline read_row() {
+    p_n = on_n; p_s = on_s; seen = fence; seen_seq = seq; seen_owed = owed; touched = 0;
+    waited = 0; answer = NONE;
+    i = 0;
+    do
+    :: i < NB ->
+       p_st[i] = st[i]; p_fn[i] = fn[i]; p_fs[i] = fs[i]; p_place[i] = place[i];
+       gn[i] = 0; gs[i] = 0;
+       if :: st[i] == BACKORDERED -> waited = waited | (1 << i) :: else -> skip fi;
+       i++
+    :: else -> break
+    od;
+    i = 0
+}
+
+/* what is on hand at location `l` to the waiting lines that may take units there, oldest
+   first (STRICT_FIFO: to the oldest waiting line, or nowhere) */
+inline serve_at(l) {
+    do
+    :: (l == 1 -> p_n : p_s) > 0 ->
+       j = NB; i = 0;
+       do
+       :: i < NB ->
+          if
+#ifdef STRICT_FIFO
+          :: p_st[i] == BACKORDERED && (j == NB || FIRST(i, j)) -> j = i
+#else
+          :: p_st[i] == BACKORDERED && P_MAY(i, l) && (j == NB || FIRST(i, j)) -> j = i
+#endif
+          :: else -> skip
+          fi;
+          i++
+       :: else -> break
+       od;
+       i = 0;
+       if
+       :: j == NB -> break
+       :: j < NB && !P_MAY(j, l) -> break   /* STRICT_FIFO: the oldest cannot take it */
+       :: else ->
+          give = WANT(j) - p_fn[j] - p_fs[j];
+          if
+          :: l == 1 -> if :: give > p_n -> give = p_n :: else -> skip fi;
+             p_n = p_n - give; p_fn[j] = p_fn[j] + give; gn[j] = gn[j] + give
+          :: else -> if :: give > p_s -> give = p_s :: else -> skip fi;
+             p_s = p_s - give; p_fs[j] = p_fs[j] + give; gs[j] = gs[j] + give
+          fi;
+          touched = touched | (1 << j);
+          if :: p_fn[j] + p_fs[j] == WANT(j) -> p_st[j] = CONFIRMED :: else -> skip fi
+       fi
+    :: else -> break
+    od;
+    j = 0; give = 0
+}
+
+inline show_got() {
+    i = 0;
+    do
+    :: i < NB ->
+       if :: gn[i] > 0 -> printf(", %c gets %d at N", 'A' + i, gn[i]) :: else -> skip fi;
+       if :: gs[i] > 0 -> printf(", %c gets %d at S", 'A' + i, gs[i]) :: else -> skip fi;
+       i++
+    :: else -> break
+    od;
+    i = 0;
+    printf(", on hand %d at N, %d at S\n", p_n, p_s)
+}
+
+inline decide(me) {
+    step(me);
+    if
+    :: me < RESTOCK1 ->
+       o = me - 1;
+       serve_at(1); serve_at(2);      /* the hand-over before a deduction */
+       /* what its location has (B: N's, then S's), the rest owed within both limits */
+       left = WANT(o);
+       take_n = 0; take_s = 0;
+       if :: LOC(o) != 2 -> take_n = (p_n < left -> p_n : left) :: else -> skip fi;
+       left = left - take_n;
+       if :: LOC(o) != 1 -> take_s = (p_s < left -> p_s : left) :: else -> skip fi;
+       left = left - take_s;
+       if
+       :: left > 0 && P_OWED + left > LIMIT ->
+          printf(" decides: %d more owed over %d is beyond the goods id's limit %d, refused",
+                 left, P_OWED, LIMIT);
+          p_st[o] = REFUSED
+#ifndef NO_LOCATION_LIMIT
+       :: left > 0 && LOC(o) == 1 && P_OWED_N + left > LIMIT_N ->
+          printf(" decides: %d more owed at N over %d is beyond N's limit %d, refused",
+                 left, P_OWED_N, LIMIT_N);
+          p_st[o] = REFUSED
+#endif
+       :: else ->
+          p_n = p_n - take_n; p_s = p_s - take_s;
+          p_fn[o] = take_n; p_fs[o] = take_s; gn[o] = gn[o] + take_n; gs[o] = gs[o] + take_s;
+          p_place[o] = seen_seq + 1;
+          if :: left > 0 -> p_st[o] = BACKORDERED :: else -> p_st[o] = CONFIRMED fi;
+          printf(" decides: takes %d at N and %d at S, backorders %d, place %d", take_n,
+                 take_s, left, p_place[o])
+       fi;
+       touched = touched | (1 << o);
+       left = 0; take_n = 0; take_s = 0;
+       show_got()
+    :: else ->
+       if :: WHERE(me) == 1 -> p_n++ :: else -> p_s++ fi;
+       serve_at(WHERE(me));
+       printf(" decides: 1 unit arrives"); show_got()
+    fi
+}
+
+proctype client(byte me) {
+    byte tok, seen, seen_seq, touched, waited, i, j, o, left, give, take_n, take_s;
+    short p_n, p_s, seen_owed;
+    mtype p_st[NB];
+    byte p_fn[NB], p_fs[NB], p_place[NB], gn[NB], gs[NB];
+    mtype out = NONE, answer = NONE;
+    bool over_the_limit, over_the_limit_at_n, made_or_lost, a_unit_from_elsewhere;
+    bool later_filled_first, owed_not_the_lines;
+end_wait:
+    atomic {
+        take_lock(me);
+        read_row();
+        step(me); printf(" takes the lock, token %d: on hand %d at N, %d at S, %d owed\n",
+                         tok, on_n, on_s, OWED);
+        decide(me)
+    };
+    do
+    :: out != NONE -> break
+    :: holder == me && losses < PAUSES -> pause(me)
+    :: atomic {
+           out == NONE ->
+           fenced(me);
+           if
+           :: out == NONE && A_LINE_MOVED ->
+              out = AGAIN;
+              step(me); printf(": a line it read waiting has moved, the commit rolls back\n")
+           :: else -> skip
+           fi;
+           if
+           :: out == AGAIN -> out = NONE; read_row(); decide(me)
+           :: out == NONE ->
+              on_n = p_n; on_s = p_s;
+              i = 0;
+              do
+              :: i < NB ->
+                 if
+                 :: !(touched & (1 << i)) -> skip
+                 :: else ->
+                    st[i] = p_st[i]; fn[i] = p_fn[i]; fs[i] = p_fs[i]; place[i] = p_place[i]
+                 fi;
+                 i++
+              :: else -> break
+              od;
+              i = 0;
+              owed = owed + P_OWED - seen_owed;
+              if :: me >= RESTOCK1 -> units_in++ :: else -> skip fi;
+              wrote_row();
+              out = DONE;
+              step(me); printf(" commits with token %d: on hand %d at N, %d at S, %d owed (%d at N)",
+                               tok, on_n, on_s, OWED, OWED_N);
+              show_lines();
+              balanced();
+              fair();
+#ifdef WITNESS_SKIP
+              /* not a guard: S's unit handed to B while an older A waits for N's, intact */
+              assert(!(me == RESTOCK1 && gs[1] > 0 && WAITS(0) && place[0] < place[1]));
+#endif
+           :: else -> step(me); printf(" is answered %e\n", out)
+           fi;
+           if
+           :: out != NONE ->
+              release(me); tok = 0; seen = 0; seen_seq = 0; touched = 0; o = 0; p_n = 0;
+              p_s = 0; answer = NONE; waited = 0; seen_owed = 0;
+              do
+              :: i < NB -> p_st[i] = NONE; p_fn[i] = 0; p_fs[i] = 0; p_place[i] = 0;
+                 gn[i] = 0; gs[i] = 0; i++
+              :: else -> break
+              od;
+              i = 0
+           :: else -> skip
+           fi
+       }
+    od
+}
+
+init {
+    byte i;
+    bool over_the_limit, over_the_limit_at_n, made_or_lost, a_unit_from_elsewhere;
+    bool owed_not_the_lines, units_on_hand_while_a_line_waits;
+    atomic {
+        run client(1); run client(2); run client(3);
+        run client(RESTOCK1); run client(RESTOCK1 + 1);
+        skip
+    };
+    timeout ->
+    atomic {
+        printf("STEP end: on hand %d at N, %d at S, %d owed (%d at N; row: %d), %d units in",
+               on_n, on_s, OWED, OWED_N, owed, units_in);
+        show_lines();
+        balanced();
+        units_on_hand_while_a_line_waits = ((on_n > 0 && WAITS_FOR(1)) || (on_s > 0 && WAITS_FOR(2)));
+        assert(!units_on_hand_while_a_line_waits)
     }
 }
 #endif

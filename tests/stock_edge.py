@@ -55,8 +55,12 @@ class StockEdge:
     def adjust(self, goods_id: str, body: dict[str, Any]) -> Answered:
         return self._call("POST", f"/stock/{goods_id}/adjustments", body, admin=True)
 
-    def policy(self, goods_id: str, limit: int) -> Answered:
-        body = {"backorderLimit": limit}
+    def policy(
+        self, goods_id: str, limit: int, locations: dict[str, int] | None = None
+    ) -> Answered:
+        body: dict[str, Any] = {"backorderLimit": limit}
+        if locations is not None:
+            body["locations"] = locations
         return self._call("PUT", f"/stock/{goods_id}/policy", body, admin=True)
 
     def deduct(self, flag: str, lines: list[dict[str, Any]], fill: str, hold: bool) -> Answered:

@@ -9,8 +9,11 @@ step, judged on what the stock database holds (tests/stock_world.py), per goods 
   still deducted (its flow and its lines' fills); a returned flag gave back all it was handed;
   a refused or voided flag was handed nothing;
 - backorders: each line's fills add up to its `filled`, never past `wanted`; the units owed are
-  what the waiting lines still want; oldest first (no line handed units while an older one of
-  its goods id waited); no line waits while units sit on an active shelf;
+  what the waiting lines still want; oldest first per location (no line handed units at a
+  location while an older one of its goods id that may take units there waited: naming it,
+  or none), a line naming a location handed units there only; no line waits while units sit
+  on an active shelf it may take them from (the machine checks a location's limit as each
+  line naming it starts waiting: a limit may be lowered below what is owed);
 - holds: the held count is what the unpaid holds still deducted took.
 
 Each check asserts on a line of its own, so Hypothesis tells distinct defects apart."""
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from stock_service.core.places import parts_of
 from tests.stock_world import World
 
 
@@ -137,10 +141,15 @@ def check_fairness(world: World, goods_id: str, cap: int) -> None:
     for fill in fills:
         seq, line = int(fill.seq), lines.get(fill.flag)
         assert line is not None, f"fill {fill.id} of {fill.flag}: no line of {goods_id}"
+        at = {loc for loc, _ in parts_of(fill.location)}  # where its units were taken
+        assert line.location is None or at == {line.location}, (
+            f"seq {seq}: {fill.flag}, naming {line.location}, handed units at {at}"
+        )
         passed = [
             other.flag
             for other in lines.values()
             if int(other.position) < int(line.position)
+            and (other.location is None or other.location in at)  # it may take them
             and not (other.gave_up_after is not None and int(other.gave_up_after) < seq)
             and got[other.flag] < int(other.wanted)
         ]
@@ -158,11 +167,14 @@ def check_fairness(world: World, goods_id: str, cap: int) -> None:
 
 
 def check_no_waiting_beside_units(world: World, goods_id: str) -> None:
-    waiting = [r.flag for r in world.of(world.lines, goods_id) if r.state == "waiting"]
+    """No line waits while units sit on an active shelf it may take them from (the one it
+    named, or any when it named none)."""
+    waiting = [r for r in world.of(world.lines, goods_id) if r.state == "waiting"]
     if not waiting:
         return
     shelved = {w: n for w, n in world.shelves(goods_id).items() if n > 0 and world.is_active(w)}
-    assert not shelved, f"{goods_id}: {waiting} wait while {shelved} sit on active shelves"
+    beside = [r.flag for r in waiting if (r.location is None and shelved) or r.location in shelved]
+    assert not beside, f"{goods_id}: {beside} wait while {shelved} sit on active shelves"
 
 
 def check_held(world: World, goods_id: str) -> None:

@@ -39,6 +39,7 @@ class StockMachine(RuleBasedStateMachine):
         self.holds: list[str] = []
         self.transfers: dict[str, dict[str, Any]] = {}  # id -> its view
         self.caps: dict[str, int] = {}  # goods id -> the highest backorder limit it had
+        self.at_caps: dict[str, dict[str, int]] = {}  # goods id -> its locations' limits now
         self.made = 0
 
     def new_id(self, kind: str) -> str:
@@ -161,8 +162,14 @@ class StockMachine(RuleBasedStateMachine):
     def policy(self, data: st.DataObject) -> None:
         goods_id = data.draw(st.sampled_from(self.goods), label="goods")
         limit = data.draw(st.sampled_from([0, 1, 2, 3, 5, 10, self.stack.max_level]))
-        expect(self.stack.edge.policy(goods_id, limit), (200,), f"policy {goods_id} {limit}")
+        at = data.draw(
+            st.dictionaries(st.sampled_from(self.places()), st.sampled_from([0, 1, 2, 5])),
+            label="location limits",
+        )
+        answer = self.stack.edge.policy(goods_id, limit, at)
+        expect(answer, (200,), f"policy {goods_id} {limit} {at}")
         self.caps[goods_id] = max(self.caps.get(goods_id, 0), limit)
+        self.at_caps[goods_id] = at
 
     # --- deductions, holds, returns ------------------------------------------------------
 
@@ -176,7 +183,7 @@ class StockMachine(RuleBasedStateMachine):
         world = self.world()
         where: dict[str, str | None] = {}
         for goods_id in self.goods:
-            named = fill != "backorder" and data.draw(st.integers(0, 4), label="named") == 0
+            named = data.draw(st.integers(0, 4), label="named") == 0
             pick = data.draw(st.sampled_from(self.places()), label="at") if named else None
             where[goods_id] = pick
         lines = []
@@ -198,8 +205,17 @@ class StockMachine(RuleBasedStateMachine):
             after = fingerprint(stack.engine, self.goods, [flag])
             assert after == before, f"{flag}: answered 422, yet wrote"
             return
-        outcome = check_deduction(answer, flag, lines, fill, self.world(flag))
+        world = self.world(flag)
+        outcome = check_deduction(answer, flag, lines, fill, world)
         self.answered[flag] = outcome
+        for line in (r for r in world.lines if r.flag == flag and r.location is not None):
+            cap = self.at_caps.get(line.goods_id, {}).get(line.location)
+            owed = sum(
+                int(r.wanted) - int(r.filled)
+                for r in world.of(world.lines, line.goods_id)
+                if r.state == "waiting" and r.location == line.location
+            )
+            assert cap is None or owed <= cap, f"{flag}: {owed} owed at {line.location}, cap {cap}"
         if hold and outcome == "deducted":
             self.holds.append(flag)
 

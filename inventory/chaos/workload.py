@@ -174,7 +174,8 @@ class Workload:
             if scarce:
                 lines = self._scarce_order(rng)
             elif self.goods.owed and rng.random() < self.backorder_share:
-                lines, fill, owing = backorders.order(rng, list(self.goods.owed)), "backorder", True
+                lines, named = backorders.order(rng, list(self.goods.owed))
+                fill, owing = "backorder", True
             elif self.goods.located and rng.random() < self.located_share:
                 located, others = list(self.goods.located), list(self.goods.others)
                 lines, fill, named = locations.located_order(rng, located, others)

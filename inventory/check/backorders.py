@@ -4,8 +4,10 @@ ids of a prefix: every line that waited (table `backorder`: its place in line is
 ledger line of its seq and units), every give-up (a line `cancelled`: at the seq of its flag's
 return row of that goods id, or, when the return gave back nothing and so wrote no ledger line,
 just after the seq it recorded, `gave_up_after`; a line cancelled before that column has
-neither, and its place is only known by time: when its line last moved, `updated_at`), and each
-goods id's limit.
+neither, and its place is only known by time: when its line last moved, `updated_at`), each
+goods id's limit, and its locations' limits (`backorder_location_limit`). A line records the
+location it named (`location`, none: any), and a hand-over where its units were taken
+(`backorder_fill.location`: `north:3,south:2`).
 
 Two checks, each a pure function of what was read:
 
@@ -14,14 +16,19 @@ B1 the cap at every entry of the ledger: replaying a goods id's ledger in seq or
    changes after setting it). Owed units rise only at a `backordered` entry (a line starts
    waiting) and fall at hand-overs and give-ups, so the cap is checked after every
    backordered entry, and every entry is checked to owe no line more than it wanted and never
-   below zero. Conservatively: a give-up whose place is unknown counts as done before a line
-   only when its line last moved strictly before that line was written (`updated_at` <
-   `created_at`): otherwise still owed.
-B2 fill order (fairness): no hand-over serves a line while an earlier line (smaller position)
-   of the same goods id still waits at its seq: not filled (its hand-overs before that seq
-   short of what it wanted) and not given up before it. A give-up of unknown place counts as
-   done before a hand-over when its line last moved at or before the hand-over's time (no
-   false alarm when both were in one batch, where a cancel is read before an arrival).
+   below zero. Per location too: after every backordered entry of a line naming a location
+   with a limit, the units owed by the lines naming that location never pass it.
+   Conservatively: a give-up whose place is unknown counts as done before a line only when its
+   line last moved strictly before that line was written (`updated_at` < `created_at`):
+   otherwise still owed.
+B2 fill order (fairness, per location): no hand-over of units at a location serves a line
+   while an earlier line (smaller position) of the same goods id that may take units there
+   (naming that location, or naming none) still waits at its seq: not filled (its hand-overs
+   before that seq short of what it wanted) and not given up before it; and a line naming a
+   location is handed units there only. A hand-over whose locations are unknown (none
+   recorded) counts as taken at every location. A give-up of unknown place counts as done
+   before a hand-over when its line last moved at or before the hand-over's time (no false
+   alarm when both were in one batch, where a cancel is read before an arrival).
 """
 
 from __future__ import annotations
@@ -33,7 +40,14 @@ from datetime import datetime
 from sqlalchemy import Engine, select
 
 from inventory.check.result import CheckResult
-from stock_service.storage.tables import backorder, backorder_fill, stock, stock_return
+from stock_service.core import parts_of
+from stock_service.storage.tables import (
+    backorder,
+    backorder_fill,
+    backorder_location_limit,
+    stock,
+    stock_return,
+)
 
 CANCELLED = "cancelled"
 
@@ -50,6 +64,11 @@ class Waited:
     updated_at: datetime
     gave_up: int | None = None  # the seq of its return, when cancelled and a return was written
     gave_up_after: int | None = None  # cancelled: the goods id's last seq when it gave up
+    location: str | None = None  # the location its line named: handed units there only
+
+    def may_take(self, at: tuple[str, ...]) -> bool:
+        """Whether it may take units at any of these locations (none given: anywhere)."""
+        return self.location is None or not at or self.location in at
 
 
 @dataclass(frozen=True)
@@ -58,6 +77,7 @@ class Handed:
     seq: int
     num: int
     created_at: datetime
+    at: tuple[str, ...] = ()  # where its units were taken (none recorded: unknown)
 
 
 @dataclass
@@ -65,6 +85,8 @@ class Backorders:
     limits: dict[str, int] = field(default_factory=dict)  # goods -> backorder_limit
     lines: dict[str, list[Waited]] = field(default_factory=dict)  # goods -> by position
     fills: dict[str, list[Handed]] = field(default_factory=dict)  # goods -> by seq
+    # goods -> location -> the units its lines naming that location may owe at once
+    location_limits: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def read_backorders(engine: Engine, prefix: str) -> Backorders:
@@ -74,6 +96,10 @@ def read_backorders(engine: Engine, prefix: str) -> Backorders:
     with engine.connect() as conn:
         for row in conn.execute(select(s.goods_id, s.backorder_limit).where(s.goods_id.like(like))):
             found.limits[row.goods_id] = int(row.backorder_limit)
+        capped = backorder_location_limit.c
+        query = select(capped.goods_id, capped.location_id, capped.backorder_limit)
+        for goods_id, location_id, limit in conn.execute(query.where(capped.goods_id.like(like))):
+            found.location_limits.setdefault(goods_id, {})[location_id] = int(limit)
         returns = {
             (row.flag, row.goods_id): row.seq
             for row in conn.execute(
@@ -95,12 +121,14 @@ def read_backorders(engine: Engine, prefix: str) -> Backorders:
                     row.updated_at,
                     None if seq is None else int(seq),
                     None if row.gave_up_after is None else int(row.gave_up_after),
+                    row.location,
                 )
             )
         fills: dict[str, list[Handed]] = defaultdict(list)
-        query = select(f.flag, f.goods_id, f.seq, f.num, f.created_at).where(f.goods_id.like(like))
-        for h in conn.execute(query):
-            fills[h.goods_id].append(Handed(h.flag, int(h.seq), int(h.num), h.created_at))
+        query = select(f.flag, f.goods_id, f.seq, f.num, f.created_at, f.location)
+        for h in conn.execute(query.where(f.goods_id.like(like))):
+            at = tuple(loc for loc, _ in parts_of(h.location)) if h.location else ()
+            fills[h.goods_id].append(Handed(h.flag, int(h.seq), int(h.num), h.created_at, at))
     found.lines = {g: sorted(ls, key=lambda w: w.position) for g, ls in lines.items()}
     found.fills = {g: sorted(fs, key=lambda h: h.seq) for g, fs in fills.items()}
     return found
@@ -123,10 +151,11 @@ def check_cap(data: Backorders) -> CheckResult:
     checked = peak_seen = 0
     for goods, lines in data.lines.items():
         limit = data.limits.get(goods, 0)
+        capped = data.location_limits.get(goods, {})
         fills = data.fills.get(goods, [])
         wanted = {w.flag: w.wanted for w in lines}
         for line in lines:
-            owed = 0
+            owed = at_line = 0
             for other in lines:
                 if other.position > line.position:
                     break
@@ -134,10 +163,17 @@ def check_cap(data: Backorders) -> CheckResult:
                     continue
                 got = sum(h.num for h in fills if h.flag == other.flag and h.seq < line.position)
                 owed += other.wanted - got
+                if line.location is not None and other.location == line.location:
+                    at_line += other.wanted - got
             checked += 1
             peak_seen = max(peak_seen, owed)
             if owed > limit:
                 bad.append(f"{goods} seq {line.position}: owes {owed}, limit {limit}")
+            if line.location in capped and at_line > capped[line.location]:
+                bad.append(
+                    f"{goods} seq {line.position}: owes {at_line} at {line.location}, "
+                    f"its limit {capped[line.location]}"
+                )
         handed: dict[str, int] = defaultdict(int)
         for h in fills:
             handed[h.flag] += h.num
@@ -148,7 +184,7 @@ def check_cap(data: Backorders) -> CheckResult:
                 )
     return CheckResult(
         "B1",
-        "backorders within the cap at every entry",
+        "backorders within the caps at every entry (the goods id's, each location's)",
         not bad,
         f"{checked} backordered entries of {len(data.lines)} goods ids replayed, the most owed "
         f"{peak_seen}; {len(bad)} past the limit or handed more than owed",
@@ -163,15 +199,25 @@ def check_fill_order(data: Backorders) -> CheckResult:
     for goods, fills in data.fills.items():
         lines = data.lines.get(goods, [])
         place = {w.flag: w.position for w in lines}
+        named = {w.flag: w.location for w in lines}
         for h in fills:
             judged += 1
             mine = place.get(h.flag)
             if mine is None:
                 bad.append(f"{goods} seq {h.seq}: handed {h.num} to {h.flag}, which never waited")
                 continue
+            where = named.get(h.flag)
+            if where is not None and h.at and set(h.at) != {where}:
+                bad.append(
+                    f"{goods} seq {h.seq}: {h.flag}, naming {where}, handed units at "
+                    f"{','.join(h.at)}"
+                )
+                continue
             for earlier in lines:
                 if earlier.position >= mine:
                     break
+                if not earlier.may_take(h.at):
+                    continue  # it waits for units elsewhere: these were not for it
                 got = sum(x.num for x in fills if x.flag == earlier.flag and x.seq < h.seq)
                 if got >= earlier.wanted:
                     continue
@@ -186,7 +232,7 @@ def check_fill_order(data: Backorders) -> CheckResult:
     waited = sum(len(ls) for ls in data.lines.values())
     return CheckResult(
         "B2",
-        "backorders filled oldest first",
+        "backorders filled oldest first, per location",
         not bad,
         f"{judged} hand-overs to {waited} backordered lines; {len(bad)} while an earlier "
         "line waited",

@@ -89,9 +89,8 @@ def order_routes(settings: Settings) -> APIBlueprint:
                     OrderRefused,
                     "Unknown goods ids, a goods id whose lines sum to more than MAX_QUANTITY, "
                     "an Idempotency-Key reused with another body, a `fill` other than all, "
-                    "partial and backorder, fill=backorder with a line's location (`field`: "
-                    "location) or payWithinSeconds (`field`: payWithinSeconds), "
-                    "payWithinSeconds above PAY_WITHIN_MAX_SECONDS, a goods id "
+                    "partial and backorder, fill=backorder with payWithinSeconds (`field`: "
+                    "payWithinSeconds), payWithinSeconds above PAY_WITHIN_MAX_SECONDS, a goods id "
                     "whose lines name different locations, or a location the stock service "
                     "has not (`locations` names them); with a "
                     "reservationId, lines (or a user, or fill) other than the reservation's; "

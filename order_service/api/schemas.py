@@ -111,11 +111,13 @@ def order_body_model(
                 "partial: confirmed with what the stock can fill (at least one unit), each "
                 "line's `filled` in the answer and `shortfalls` the lines not filled whole; "
                 "what was not filled is never deducted later; backorder: what is on hand "
-                "taken, the rest owed within each goods id's backorder limit (else FAILED as "
-                "all is): BACKORDERED, the units owed per line in `backordered`, filled oldest "
-                "order first as units arrive and CONFIRMED once every line is filled (by the "
-                "reconciler, within RECONCILE_INTERVAL); with a line's location or "
-                "payWithinSeconds: 422. Any other value: 422",
+                "taken (a line naming its location: what is there), the rest owed within each "
+                "goods id's backorder limit, and a line naming a location within that "
+                "location's too (else FAILED as all is): BACKORDERED, the units owed per line "
+                "in `backordered`, filled oldest order first as units arrive (at its location, "
+                "for a line naming one) and CONFIRMED once every line is filled (by the "
+                "reconciler, within RECONCILE_INTERVAL); with payWithinSeconds: 422. Any other "
+                "value: 422",
                 json_schema_extra={"enum": list(FILLS)},
             ),
         ] = ALL_OR_NOTHING

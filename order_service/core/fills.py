@@ -4,8 +4,9 @@
 An order asks for its lines all or nothing (the default, and every order placed before there
 were locations), `partial`: confirmed when the stock service deducted at least one unit, each
 line filled as far as the stock allowed, the rest a refusal that stays one; or `backorder`:
-what is on hand taken, the rest owed in line, with no location and no hold. A line may name
-its location (not a backorder's): taken from there or not at all. Each is sent only when
+what is on hand taken, the rest owed in line, with no hold. A line may name its location:
+taken from there or not at all (a backorder's: what is there taken, the rest owed at that
+location, within its limit and the goods id's). Each is sent only when
 asked for, so the stock calls of an ordinary order are what they always were.
 
 Each mode is one FillPolicy, chosen once from genOrder's `fill` (fill_of) and carried in the
@@ -56,7 +57,7 @@ WAITING, FILLED = "waiting", "filled"  # a backordered line's states in GET /fla
 
 class BadFill(ValueError):
     """`fill` is none of "all", "partial" and "backorder", a goods id's lines name different
-    locations, or a backorder names a location or a hold: nothing is written."""
+    locations, or a backorder names a hold: nothing is written."""
 
     def __init__(self, message: str, field: str, goods_ids: list[str] | None = None) -> None:
         super().__init__(message)
@@ -179,20 +180,13 @@ class Partial(FillPolicy):
 
 
 class Backorder(FillPolicy):
-    """What is on hand taken now, the rest owed in line until the stock service hands it
-    units; no location, no hold."""
+    """What is on hand taken now (a line naming a location: what is there), the rest owed in
+    line until the stock service hands it units (there); no hold."""
 
     mode = asked = BACKORDER
     owes = True
 
     def check(self, located: Mapping[str, str], hold: bool) -> None:
-        if located:
-            raise BadFill(
-                "items[].location: fill=backorder takes no named location (a line owed waits "
-                "for units of its goods id wherever they arrive)",
-                "location",
-                sorted(located),
-            )
         if hold:
             raise BadFill(
                 "payWithinSeconds: fill=backorder takes no hold (the units owed may come after "
@@ -304,10 +298,9 @@ ALL = Fill()
 def fill_of(fill: Any, lines: Iterable[tuple[str, str | None]], hold: bool = False) -> Fill:
     """The genOrder body's `fill` and its lines' (goods id, location): BadFill for a `fill`
     other than "all", "partial" and "backorder", for a goods id whose lines (summed into one)
-    name different locations, and for what its policy refuses (a backorder with a location or
-    a hold, `hold`: it has payWithinSeconds; the stock service refuses them too: a line owed
-    waits for units of its goods id wherever they arrive, and a hold's clock would run out
-    before they do)."""
+    name different locations, and for what its policy refuses (a backorder with a hold,
+    `hold`: it has payWithinSeconds; the stock service refuses it too: a hold's clock would
+    run out before the units owed arrive)."""
     if not isinstance(fill, str) or fill not in POLICIES:
         raise BadFill(f'fill: must be "{ALL_OR_NOTHING}" or "{PARTIAL}" (or "{BACKORDER}")', "fill")
     named: dict[str, str | None] = {}

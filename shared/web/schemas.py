@@ -70,6 +70,17 @@ class Unavailable(ErrorBody):
     )
 
 
+class BoundBy(BaseModel):
+    """The backorder limit that refused a line with fill=backorder: its goods id's, or (with
+    `location`) the limit of the location it named, and the units owed under it then."""
+
+    limit: int
+    owed: int
+    location: str | None = Field(
+        None, description="the location whose limit bound; none: the goods id's"
+    )
+
+
 class Shortfall(BaseModel):
     """A line refused for lack of stock (both services answer it)."""
 
@@ -77,6 +88,9 @@ class Shortfall(BaseModel):
     requested: int
     available: int
     seedVersion: int
+    backorderLimit: BoundBy | None = Field(
+        None, description="fill=backorder refused: the limit owing the rest would have passed"
+    )
 
 
 class Health(Answer):

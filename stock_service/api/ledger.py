@@ -4,6 +4,7 @@ deductions waiting for it (stock_service/deduction/steps.py: adjust)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from apiflask import APIBlueprint, HTTPTokenAuth
@@ -12,13 +13,22 @@ from flask import Response, current_app, jsonify
 from shared.contract import Outcome
 from shared.web.api_app import answers
 from shared.web.http_errors import ApiError
-from shared.web.schemas import ADMIN_OFF, BODY_TOO_LARGE, ErrorBody, Unavailable
+from shared.web.schemas import (
+    ADMIN_OFF,
+    BODY_TOO_LARGE,
+    IDENTIFIER_PATTERN,
+    IDENTIFIER_RULE,
+    ErrorBody,
+    Unavailable,
+)
 from stock_service.api.deps import StockDeps
 from stock_service.api.ledger_schemas import (
+    MAX_POLICY_LOCATIONS,
     REASON_TEXT,
     Adjusted,
     History,
     HistoryQuery,
+    Policy,
     PolicySet,
     Stale,
     ThresholdSet,
@@ -42,6 +52,34 @@ def deps() -> StockDeps:
 def known(goods_id: str) -> None:
     if deps().store.unknown_goods([goods_id]):
         raise ApiError(404, f"unknown goods: {goods_id}", goodsIds=[goods_id])
+
+
+def policy_locations(given: dict[str, int] | None, max_level: int) -> dict[str, int]:
+    """A policy's locations checked (422, `field: locations`, nothing written): identifiers,
+    limits 0..max_level, at most MAX_POLICY_LOCATIONS, and no two names differing only in
+    case, refused alike on every database (MySQL's and MariaDB's columns compare exactly,
+    as PostgreSQL's and SQLite's, so the database would keep both)."""
+    locations = dict(given or {})
+    if len(locations) > MAX_POLICY_LOCATIONS:
+        raise ApiError(
+            422, f"locations: at most {MAX_POLICY_LOCATIONS} locations", field="locations"
+        )
+    folded: dict[str, str] = {}
+    for name, n in sorted(locations.items()):
+        if not re.fullmatch(IDENTIFIER_PATTERN, name):
+            raise ApiError(422, f"locations: {name!r} is not {IDENTIFIER_RULE}", field="locations")
+        if isinstance(n, bool) or not 0 <= n <= max_level:
+            raise ApiError(
+                422, f"locations: {name}'s limit must be 0..{max_level}", field="locations"
+            )
+        other = folded.setdefault(name.casefold(), name)
+        if other != name:
+            raise ApiError(
+                422,
+                f"locations: {other} and {name} differ only in case: name each location once",
+                field="locations",
+            )
+    return locations
 
 
 def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
@@ -163,28 +201,51 @@ def ledger_routes(admin: HTTPTokenAuth, max_level: int) -> APIBlueprint:
     @bp.put("/stock/<goodsId>/policy")
     @bp.auth_required(admin)
     @bp.input(GoodsPath, location="path")
-    @bp.input(policy_model(max_level), example={"backorderLimit": 20})
+    @bp.input(policy_model(max_level), example={"backorderLimit": 20, "locations": {"north": 5}})
     @bp.doc(
         responses=answers(
             {
-                200: (PolicySet, "Set: fill=backorder may owe up to this many units"),
+                200: (PolicySet, "Set: fill=backorder may owe up to these many units"),
                 403: ADMIN_OFF,
-                404: UNKNOWN,
+                404: (NotFound, "An unknown goods id (`goodsIds`) or location (`locations`)"),
                 413: BODY_TOO_LARGE,
-                422: (ErrorBody, "A negative limit"),
+                422: (
+                    ErrorBody,
+                    "A negative limit (`field`: backorderLimit); a location's limit negative "
+                    "or above MAX_STOCK_LEVEL, a name that is no identifier, two names "
+                    "differing only in case, too many locations (`field`: locations); nothing "
+                    "written",
+                ),
                 503: DOWN,
             }
         )
     )
     def policy(goodsId: str, path_data: Any, json_data: Any) -> Response:
         """Admin: the goods id's backorder limit: the units it may owe at once to orders
-        placed with fill=backorder, filled oldest first as units arrive (docs/backorders.md)."""
+        placed with fill=backorder, filled oldest first as units arrive; and, optionally, a
+        location's: the units its lines naming that location may owe at once
+        (docs/backorders.md)."""
         limit = json_data.backorderLimit
         if limit < 0:
             raise ApiError(422, "backorderLimit cannot be negative", field="backorderLimit")
-        if not deps().ledger.set_backorder_limit(goodsId, limit):
+        locations = policy_locations(json_data.locations, max_level)
+        unknown = deps().locations.unknown(sorted(locations))
+        if unknown:
+            raise ApiError(404, f"unknown location: {', '.join(unknown)}", locations=unknown)
+        if not deps().ledger.set_policy(goodsId, limit, locations):
             raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
-        return jsonify({"goodsId": goodsId, "backorderLimit": limit})
+        return jsonify({"goodsId": goodsId, "backorderLimit": limit, "locations": locations})
+
+    @bp.get("/stock/<goodsId>/policy")
+    @bp.input(GoodsPath, location="path")
+    @bp.doc(responses=answers({200: (Policy, "The policy, and what is owed"), 404: UNKNOWN}))
+    def get_policy(goodsId: str, path_data: Any) -> Response:
+        """The goods id's backorder limit and its locations' limits, with the units owed in
+        all and the units its lines naming each location still wait for there."""
+        found = deps().ledger.policy(goodsId)
+        if found is None:
+            raise ApiError(404, f"unknown goods: {goodsId}", goodsIds=[goodsId])
+        return jsonify(found)
 
     @bp.put("/stock/<goodsId>/threshold")
     @bp.auth_required(admin)

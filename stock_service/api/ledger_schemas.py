@@ -77,6 +77,10 @@ def adjustment_model(max_level: int) -> type[Strict]:
     return AdjustmentBody
 
 
+# The most locations one policy may name (a location's limit each).
+MAX_POLICY_LOCATIONS = 100
+
+
 def policy_model(max_level: int) -> type[Strict]:
     class PolicyBody(Strict):
         backorderLimit: Annotated[
@@ -88,6 +92,15 @@ def policy_model(max_level: int) -> type[Strict]:
             ),
             WHOLE,
         ]
+        locations: dict[str, int] | None = Field(
+            None,
+            description="a location's limit: the units the goods id's lines naming that "
+            "location (fill=backorder) may owe at once, within `backorderLimit`; a location "
+            "not given has none but the goods id's. Replaces the locations' limits set before "
+            "(absent: none). Each name a known location (404 otherwise, `locations`), each "
+            f"limit 0..{max_level}, at most {MAX_POLICY_LOCATIONS} locations, no two names "
+            "differing only in case: 422 (`field: locations`), nothing written",
+        )
 
     return PolicyBody
 
@@ -95,6 +108,14 @@ def policy_model(max_level: int) -> type[Strict]:
 class PolicySet(Answer):
     goodsId: str
     backorderLimit: int
+    locations: dict[str, int] = Field(description="each location's limit (none: the goods id's)")
+
+
+class Policy(PolicySet):
+    owed: int = Field(description="units the goods id owes now, to lines waiting in order")
+    owedAt: dict[str, int] = Field(
+        description="units its waiting lines naming each location still wait for there"
+    )
 
 
 def threshold_model(max_level: int) -> type[Strict]:

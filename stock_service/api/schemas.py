@@ -95,8 +95,10 @@ Fill = str
 FILL_TEXT = (
     "all (the default): every line whole, or nothing; partial: what is there, answered per "
     "line in `shortfalls`, refused only when nothing at all could be filled; backorder: what "
-    "is there, the rest owed (answered `backordered`) when the goods id's backorder limit "
-    "allows, else refused as `all` is (else 422)"
+    "is there (a line naming a location: what that location has), the rest owed (answered "
+    "`backordered`) when the goods id's backorder limit allows, and a line naming a location "
+    "that location's limit too (PUT /stock/{goodsId}/policy), else refused as `all` is, the "
+    "shortfall naming the limit that bound (`backorderLimit`); no hold (else 422)"
 )
 
 

@@ -312,15 +312,21 @@ def flow_json(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def shortfalls_json(result: Any) -> list[dict[str, Any]]:
-    return [
-        {
+    found = []
+    for s in result.shortfalls:
+        line = {
             "goodsId": s.goods_id,
             "requested": s.requested,
             "available": s.available,
             "seedVersion": s.seed_version,
         }
-        for s in result.shortfalls
-    ]
+        if s.bound is not None:  # fill=backorder refused past a limit: the one that bound
+            bound = {"limit": s.bound.limit, "owed": s.bound.owed}
+            if s.bound.location is not None:
+                bound["location"] = s.bound.location
+            line["backorderLimit"] = bound
+        found.append(line)
+    return found
 
 
 def allocations_json(allocations: list[tuple[str, str, int]]) -> list[dict[str, Any]]:

@@ -36,11 +36,11 @@ def deduction_request(
                 goodsIds=[goods_id],
             )
     locations = {g: loc for g, loc in named.items() if loc is not None}
-    if fill == "backorder" and (locations or hold):
+    if fill == "backorder" and hold:
         raise ApiError(
             422,
-            "fill=backorder takes no named location and no hold: a backordered line waits for "
-            "units of its goods id wherever they arrive",
+            "fill=backorder takes no hold: a backordered line waits for units as they arrive, "
+            "and a hold's clock would run out before they do",
             field="fill",
         )
     return Request(

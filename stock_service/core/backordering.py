@@ -28,16 +28,10 @@ def serve_waiting(
         return
     order = [loc.location_id for loc in ranked(places)]
     on_hand = ledger.shelves.levels(goods_id, order)
-    for flag, units in backorders.serve(goods_id, sum(on_hand.values())):
-        parts: list[tuple[str, int]] = []
-        left = units
-        for loc in order:
-            take = min(left, on_hand[loc])
-            if take:
-                parts.append((loc, -take))
-                on_hand[loc] -= take
-                left -= take
-        ledger.move(index, goods_id, "backorder_filled", -units, parts=tuple(parts), flag=flag)
+    for flag, taken in backorders.serve(goods_id, on_hand, order):
+        parts = tuple((loc, -n) for loc, n in taken)
+        units = sum(n for _, n in taken)
+        ledger.move(index, goods_id, "backorder_filled", -units, parts=parts, flag=flag)
 
 
 def try_backorder(
@@ -49,12 +43,18 @@ def try_backorder(
     backorders: Backorders,
 ) -> Decision:
     """A deduction refused for lack of stock that asked to backorder: what is on hand is taken
-    and the rest owed, when every short line stays within its goods id's limit; else the
-    refusal stands."""
-    if not request.backorder or request.locations or request.partial:
+    (a line naming a location: what that location has) and the rest owed, when every short
+    line stays within its goods id's limit and, naming a location, within that location's;
+    else the refusal stands, its shortfall of the goods id that passed a limit naming it."""
+    if not request.backorder or request.partial or request.hold:
         return refused
     short = {s.goods_id: s.requested - s.available for s in refused.shortfalls}
-    if not backorders.room(short):
+    bound = backorders.bound(short, request.locations)
+    if bound is not None:
+        refused.shortfalls = [
+            replace(s, bound=bound) if s.goods_id == bound.goods_id else s
+            for s in refused.shortfalls
+        ]
         return refused
     taken = deduct(index, replace(request, partial=True), ledger, places)
     decision = Decision(Outcome.BACKORDERED)
@@ -64,7 +64,8 @@ def try_backorder(
     for goods_id, units in sorted(short.items()):
         entry = ledger.move(index, goods_id, "backordered", 0, parts=())
         decision.entries.append(entry)
-        backorders.wait(request.flag, goods_id, entry.seq, units)
+        where = request.locations.get(goods_id)
+        backorders.wait(request.flag, goods_id, entry.seq, units, where)
     decision.backordered = short
     return decision
 

@@ -180,6 +180,7 @@ def backorder_rows(
                 "wanted": line.remaining,
                 "filled": 0,
                 "state": "waiting",
+                "location": line.location,
             }
         )
     for entry in the_plan.entries:

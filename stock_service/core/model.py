@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from shared.contract import Outcome
+from stock_service.core.backorders import Bound
 
 
 class Kind(enum.StrEnum):
@@ -63,6 +64,8 @@ class Shortfall:
     # The seed version of the level it was refused against (set by the store): a checker
     # tells a lost sale from a refusal before the goods was seeded again.
     seed_version: int | None = None
+    # fill=backorder refused past a limit: the limit that bound (core/backorders.py's Bound)
+    bound: Bound | None = None
 
 
 @dataclass(frozen=True)

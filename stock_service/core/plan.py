@@ -136,6 +136,7 @@ def plan(
     limits: Mapping[str, int] | None = None,
     owed: Mapping[str, int] | None = None,
     waiting: Mapping[str, list[Waiting]] | None = None,
+    location_limits: Mapping[str, Mapping[str, int]] | None = None,
 ) -> Plan:
     """`levels`: the level of each known goods id (a missing id has none to give; a `set`
     brings it into being); `decided`: the flags the stock database has decided, with their
@@ -146,13 +147,14 @@ def plan(
     `named`, `named_held`: each goods id's levels and held units at its named locations
     (places.py); `places`: the locations that have a row;
     `transfers`: the transfers the batch's steps name, as read; `limits`, `owed`, `waiting`:
-    each goods id's backorder limit, units owed and waiting lines (backorders.py)."""
+    each goods id's backorder limit, units owed and waiting lines, `location_limits` its
+    locations' backorder limits (backorders.py)."""
     ledger = RunningLedger(levels, seqs or {}, seed_versions or {}, named, named_held)
     places = places or {}
     running = dict(transfers or {})
     new_transfers: list[Transfer] = []
     moved_transfers: list[tuple[str, str, str]] = []
-    backorders = Backorders.of(limits or {}, owed or {}, waiting or {})
+    backorders = Backorders.of(limits or {}, owed or {}, waiting or {}, location_limits)
     taken = {flag: Decided(outcome) for flag, outcome in decided.items()}
     returned: set[int] = set()
     refused: set[int] = set()

@@ -48,6 +48,8 @@ class BatchState:
     limits: Mapping[str, int] = field(default_factory=dict)
     owed: Mapping[str, int] = field(default_factory=dict)
     waiting: Mapping[str, list[Waiting]] = field(default_factory=dict)
+    # goods id -> location -> its backorder limit (read for the lines naming a location)
+    location_limits: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -97,6 +99,7 @@ def batch_writes(
         limits=state.limits,
         owed=state.owed,
         waiting=state.waiting,
+        location_limits=state.location_limits,
     )
     flows, returns, adjustments, legs = ledger_rows(the_plan, batch, tokens)
     waiting, fills, filled = backorder_rows(the_plan, tokens)

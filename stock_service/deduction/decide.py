@@ -103,7 +103,8 @@ def decide_batch(
         moving = [r.transfer.transfer_id for r in requests if r.transfer is not None]
         backordered = [r.flag for r in requests if r.kind is Kind.RETURN and r.backorder]
         flags = [r.flag for r in requests]
-        read = store.read_batch(sorted(tokens), flags, moving, backordered)
+        located = sorted({g for r in requests if r.backorder for g in r.locations})
+        read = store.read_batch(sorted(tokens), flags, moving, backordered, located)
         requests = as_of_the_hold(requests, read)
         writes = batch_writes(requests, _state(read), tokens if fenced else {}, events, max_level)
         faults.fire("stop_after_read")
@@ -244,6 +245,7 @@ def _state(read: BatchRead) -> BatchState:
         limits={g: int(row.backorder_limit) for g, row in rows.items()},
         owed={g: int(row.owed) for g, row in rows.items()},
         waiting=read.waiting or {},
+        location_limits=read.location_limits,
     )
 
 

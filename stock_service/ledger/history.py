@@ -8,13 +8,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Table, bindparam, case, literal, select, update
+from sqlalchemy import Engine, Table, bindparam, case, delete, func, insert, literal, select, update
 
 from shared.database.engines import transaction
 from stock_service.core import DEFAULT, parts_of
 from stock_service.storage import (
     backorder,
     backorder_fill,
+    backorder_location_limit,
     stock,
     stock_adjustment,
     stock_allocation,
@@ -132,6 +133,25 @@ AT = [
 SET_LIMIT = (
     update(stock).where(stock.c.goods_id == bindparam("g")).values(backorder_limit=bindparam("n"))
 )
+CLEAR_LOCATION_LIMITS = delete(backorder_location_limit).where(
+    backorder_location_limit.c.goods_id == bindparam("g")
+)
+ADD_LOCATION_LIMITS = insert(backorder_location_limit)
+READ_POLICY = select(stock.c.backorder_limit, stock.c.owed).where(
+    stock.c.goods_id == bindparam("g")
+)
+READ_LOCATION_LIMITS = select(
+    backorder_location_limit.c.location_id, backorder_location_limit.c.backorder_limit
+).where(backorder_location_limit.c.goods_id == bindparam("g"))
+READ_OWED_AT = (
+    select(backorder.c.location, func.sum(backorder.c.wanted - backorder.c.filled))
+    .where(
+        backorder.c.goods_id == bindparam("g"),
+        backorder.c.state == "waiting",
+        backorder.c.location.is_not(None),
+    )
+    .group_by(backorder.c.location)
+)
 SET_THRESHOLD = (
     update(stock).where(stock.c.goods_id == bindparam("g")).values(low_stock=bindparam("t"))
 )
@@ -169,6 +189,39 @@ class Ledger:
         is owed, no line starts waiting until the owed units fall under it)."""
         with transaction(self.engine, DB) as conn:
             return bool(conn.execute(SET_LIMIT, {"g": goods_id, "n": limit}).rowcount)
+
+    def set_policy(self, goods_id: str, limit: int, locations: dict[str, int]) -> bool:
+        """The goods id's backorder limit and its locations' (each replacing what was: a
+        location not given has none but the goods id's), in one transaction; False if the goods
+        is unknown (nothing written). Needs no lock, as the limit alone."""
+        with transaction(self.engine, DB) as conn:
+            if not conn.execute(SET_LIMIT, {"g": goods_id, "n": limit}).rowcount:
+                return False
+            conn.execute(CLEAR_LOCATION_LIMITS, {"g": goods_id})
+            rows = [
+                {"goods_id": goods_id, "location_id": loc, "backorder_limit": n}
+                for loc, n in sorted(locations.items())
+            ]
+            if rows:
+                conn.execute(ADD_LOCATION_LIMITS, rows)
+        return True
+
+    def policy(self, goods_id: str) -> dict[str, Any] | None:
+        """The goods id's backorder limit and units owed, its locations' limits and the units
+        its lines naming a location still wait for there; None if the goods is unknown."""
+        with transaction(self.engine, DB, read_only=True) as conn:
+            row = conn.execute(READ_POLICY, {"g": goods_id}).first()
+            if row is None:
+                return None
+            limits = {r[0]: int(r[1]) for r in conn.execute(READ_LOCATION_LIMITS, {"g": goods_id})}
+            owed_at = {r[0]: int(r[1]) for r in conn.execute(READ_OWED_AT, {"g": goods_id})}
+        return {
+            "goodsId": goods_id,
+            "backorderLimit": int(row.backorder_limit),
+            "owed": int(row.owed),
+            "locations": dict(sorted(limits.items())),
+            "owedAt": dict(sorted(owed_at.items())),
+        }
 
     def set_threshold(self, goods_id: str, threshold: int | None) -> bool:
         """The goods id's low-stock threshold (None: none); False if the goods is unknown."""

@@ -15,6 +15,7 @@ from stock_service.storage.store import BatchRead, StockStore, StockWrite
 from stock_service.storage.tables import (
     backorder,
     backorder_fill,
+    backorder_location_limit,
     flag_decision,
     location,
     metadata,
@@ -36,6 +37,7 @@ __all__ = [
     "as_transfer",
     "backorder",
     "backorder_fill",
+    "backorder_location_limit",
     "flag_decision",
     "location",
     "metadata",

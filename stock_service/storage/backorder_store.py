@@ -12,11 +12,16 @@ from sqlalchemy import bindparam, case, insert, select, update
 from sqlalchemy.engine import Connection
 
 from stock_service.core import Backorders, Waiting
-from stock_service.storage.tables import backorder, backorder_fill, stock
+from stock_service.storage.tables import (
+    backorder,
+    backorder_fill,
+    backorder_location_limit,
+    stock,
+)
 
 READ_WAITING = (
     select(backorder.c.flag, backorder.c.goods_id, backorder.c.position, backorder.c.wanted)
-    .add_columns(backorder.c.filled)
+    .add_columns(backorder.c.filled, backorder.c.location)
     .where(
         backorder.c.goods_id.in_(bindparam("goods_ids", expanding=True)),
         backorder.c.state == "waiting",
@@ -56,6 +61,9 @@ MOVE_OWED = (
     .where(stock.c.goods_id == bindparam("g"))
     .values(owed=stock.c.owed + bindparam("d"))
 )
+READ_LOCATION_LIMITS = select(backorder_location_limit).where(
+    backorder_location_limit.c.goods_id.in_(bindparam("goods_ids", expanding=True))
+)
 READ_LINES = select(backorder).where(backorder.c.flag == bindparam("flag"))
 READ_FILLS = select(backorder_fill).where(backorder_fill.c.flag == bindparam("flag"))
 
@@ -66,8 +74,20 @@ def read_waiting(conn: Connection, owing: Sequence[str]) -> dict[str, list[Waiti
         return {}
     found: dict[str, list[Waiting]] = {}
     for r in conn.execute(READ_WAITING, {"goods_ids": list(owing)}):
-        line = Waiting(r.flag, r.goods_id, int(r.position), int(r.wanted) - int(r.filled))
+        left = int(r.wanted) - int(r.filled)
+        line = Waiting(r.flag, r.goods_id, int(r.position), left, r.location)
         found.setdefault(r.goods_id, []).append(line)
+    return found
+
+
+def read_location_limits(conn: Connection, goods_ids: Sequence[str]) -> dict[str, dict[str, int]]:
+    """The backorder limits of these goods ids' locations (goods id -> location -> limit): read
+    by a hold only for the goods ids a line with fill=backorder names a location of."""
+    if not goods_ids:
+        return {}
+    found: dict[str, dict[str, int]] = {}
+    for r in conn.execute(READ_LOCATION_LIMITS, {"goods_ids": list(goods_ids)}):
+        found.setdefault(r.goods_id, {})[r.location_id] = int(r.backorder_limit)
     return found
 
 

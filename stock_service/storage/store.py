@@ -24,7 +24,11 @@ from shared.contract import Decided
 from shared.database.engines import transaction
 from shared.database.engines import utcnow as now
 from stock_service.core import DEFAULT, Transfer, Waiting, parts_of
-from stock_service.storage.backorder_store import flag_backorders, read_waiting
+from stock_service.storage.backorder_store import (
+    flag_backorders,
+    read_location_limits,
+    read_waiting,
+)
 from stock_service.storage.location_store import (
     UNHOLD_NAMED,
     Places,
@@ -76,6 +80,8 @@ class BatchRead:
     waiting: dict[str, list[Waiting]] | None = None  # lines waiting for units (backorders)
     # flag -> what its return gives back (StockStore.returning), read with the levels
     gives_back: dict[str, GivesBack] = field(default_factory=dict)
+    # goods id -> location -> backorder limit, of the goods ids a backorder line names a place of
+    location_limits: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 class StockStore:
@@ -138,11 +144,14 @@ class StockStore:
         flags: list[str],
         transfers: list[str] | None = None,
         returning: list[str] | None = None,
+        located: list[str] | None = None,
     ) -> BatchRead:
         """One read-only transaction: the levels of these goods ids (in total and at their
         named locations), the locations, which of these flags are decided, these transfers,
         and what these flags' returns give back (`returning`: flags that backordered, whose
-        lines go on being handed units until their return's hold). Apart from the write, so a
+        lines go on being handed units until their return's hold), and the locations' backorder
+        limits of `located` (goods ids a line with fill=backorder names a location of). Apart
+        from the write, so a
         holder paused between the two holds no database lock while it is stopped.
 
         The stock rows come first: each later statement may see a commit the first did not
@@ -154,9 +163,10 @@ class StockStore:
             found = list(conn.execute(READ_DECIDED, {"flags": flags}))
             moving = read_transfers(conn, transfers or [])
             gives = {flag: _gives_back(conn, flag) for flag in returning or []}
+            capped = read_location_limits(conn, located or [])
         decided = {r.flag: str(r.outcome) for r in found}
         held = frozenset(r.flag for r in found if r.held)
-        return BatchRead(rows, decided, held, places, moving, waiting, gives)
+        return BatchRead(rows, decided, held, places, moving, waiting, gives, capped)
 
     def returning(self, flag: str) -> tuple[dict[str, int], dict[str, dict[str, int]], bool]:
         """What a return of a deducted flag gives back: its units per goods id (its flows, and

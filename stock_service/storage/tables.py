@@ -249,7 +249,19 @@ backorder = Table(
     # after that entry and before the next), so a give-up that returned nothing, and so wrote
     # no ledger line of its own, still has a place in the ledger's order.
     Column("gave_up_after", BigInteger, nullable=True),
+    # The location its deduction's line named: it is handed units there only. None: anywhere.
+    Column("location", Exact(IDENTIFIER), nullable=True),
     Index("ix_backorder_waiting", "goods_id", "state", "position"),
+)
+
+# A goods id's backorder limit at one location: the units its lines naming that location may
+# owe at once, within the goods id's own limit (stock.backorder_limit). No row: none but that.
+backorder_location_limit = Table(
+    "backorder_location_limit",
+    metadata,
+    Column("goods_id", Exact(IDENTIFIER), primary_key=True),
+    Column("location_id", Exact(IDENTIFIER), primary_key=True),
+    Column("backorder_limit", BigInteger, nullable=False),
 )
 
 # Each hand-over of arriving units to a waiting line: a ledger line of the goods id (its seq and

@@ -191,9 +191,9 @@ def test_bad_input_is_refused_and_writes_nothing(services: Services) -> None:
     assert limit(s, unique("nope"), 3).status_code == 404
     assert s.stock.put(f"/stock/{goods}/policy", json={"backorderLimit": 2}).status_code == 401
     flag = unique("f")
-    line = [{"goodsId": goods, "goodsNum": 2, "location": "default"}]
-    named = s.stock.put(f"/reduceStock/{flag}?fill=backorder", json=line)
-    assert named.status_code == 422, named.json
+    line = [{"goodsId": goods, "goodsNum": 2}]
+    held = s.stock.put(f"/reduceStock/{flag}?fill=backorder&hold=true", json=line)
+    assert (held.status_code, held.json.get("field")) == (422, "fill"), held.json
     assert s.stock.get(f"/stock/{goods}").json["backorderLimit"] == 0
 
 

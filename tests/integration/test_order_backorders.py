@@ -247,11 +247,10 @@ def test_a_repeat_of_the_key_answers_the_backorder(services: Services) -> None:
     "extra,field",
     [
         ({"payWithinSeconds": 60}, "payWithinSeconds"),
-        ({"items": "located"}, "location"),
         ({"fill": "BACKORDER"}, "fill"),
         ({"fill": "backorders"}, "fill"),
     ],
-    ids=["with-a-hold", "with-a-location", "upper-case", "unknown"],
+    ids=["with-a-hold", "upper-case", "unknown"],
 )
 def test_bad_input_is_refused_with_422_naming_the_field_and_nothing_written(
     services: Services, extra: dict[str, Any], field: str
@@ -266,8 +265,6 @@ def test_bad_input_is_refused_with_422_naming_the_field_and_nothing_written(
         "fill": "backorder",
         **extra,
     }
-    if extra.get("items") == "located":
-        body["items"] = [{"goodsId": goods, "num": 3, "location": "default"}]
     answer = s.order.post("/genOrder", json=body, headers={"Idempotency-Key": unique("k")})
     assert answer.status_code == 422, answer.json
     assert answer.json["field"] == field and field in answer.json["error"], answer.json

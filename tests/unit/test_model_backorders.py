@@ -5,7 +5,9 @@ each guard removed yields its counterexample: a later order filled first (newest
 newcomer taking a restocked unit), units left on hand while a line waits, a lost update, a
 hand-over kept by a cancelled line (the cancel's read before the lock, or a stale give-up of
 nothing that met no fence: GATE_ONLY_CHANGED_LEVELS), two ends of one reservation, units back
-twice (but NO_HANDOVER, which the fill in the arrival's commit covers: expected clean). Needs
+twice (but NO_HANDOVER, which the fill in the arrival's commit covers: expected clean); and per
+location, a second line owing past a location's limit, a line handed units at a location it did
+not name, a unit left on hand behind a line that cannot take it, the newest line served first. Needs
 spin and gcc; missing, this fails (it does not skip). About 30 s of CPU."""
 
 from __future__ import annotations
@@ -36,12 +38,14 @@ def probe(*macros: str) -> Result:
 
 
 @pytest.mark.parametrize(
-    ("world", "at_least"), [("backorders", 300_000), ("reservations", 1_500_000)]
+    ("world", "at_least"),
+    [("backorders", 300_000), ("reservations", 1_500_000), ("locations", 50_000)],
 )
 def test_each_world_intact_has_no_violation(
     results: dict[str, Result], world: str, at_least: int
 ) -> None:
-    # explored, not cut short (0.42 and 2.17 million states when written)
+    # explored, not cut short (0.42 and 2.17 million states when written; the locations'
+    # world 62 thousand)
     assert_intact(results[world], at_least)
 
 
@@ -215,6 +219,7 @@ def test_a_return_served_whatever_the_flag_s_decision_gives_the_units_back_twice
             r"genOrder .* is refused: HELD \(past its time: 1\)",
         ),
         (("RESERVATIONS", "WITNESS_OWN_KEY"), r"genOrder .* finds it consumed by its key"),
+        (("LOCATED", "WITNESS_SKIP"), r"restock at S decides: 1 unit arrives, B gets 1 at S"),
     ],
     ids=lambda value: value[-1] if isinstance(value, tuple) else "",
 )
@@ -223,7 +228,8 @@ def test_intact_the_stories_happen(macros: tuple[str, ...], story: str) -> None:
     restock meeting two waiting lines, a cancel's units filling another line, a stale give-up
     of nothing and a stale refusal meeting the fence (the gate every hold passes), a stale
     return meeting the fence, a genOrder refused past its time and a retry finding its own
-    order: not a world where they never happen."""
+    order, and a unit at S handed to B past an older line waiting for N's (which may not take
+    it): not a world where they never happen."""
     witness = probe(*macros)
     assert witness.errors > 0, f"{macros[-1]}: unreachable"
     step_index(witness.trace, story)
@@ -238,3 +244,37 @@ def test_each_action_of_the_backorders_model_names_a_function_that_exists(
 
 def test_no_action_is_both_mapped_and_pending() -> None:
     assert not set(BACKORDER_ACTIONS) & set(PENDING_BACKORDER_ACTIONS)
+
+
+def test_a_location_s_limit_refuses_a_second_line_owing_there(results: dict[str, Result]) -> None:
+    """Without the location's limit, A and C (each naming N, its limit 1) both owe a unit at N
+    while the goods id's limit of 3 still has room."""
+    trace = results["NO_LOCATION_LIMIT"].trace
+    owing = [i for i, s in enumerate(trace) if re.search(r"order [AC] decides: .*backorders 1", s)]
+    assert len(owing) == 2
+    assert "over_the_limit_at_n" in trace[-1]
+
+
+def test_a_line_naming_a_location_handed_units_elsewhere_is_caught(
+    results: dict[str, Result],
+) -> None:
+    trace = results["SERVE_ANYWHERE"].trace
+    step_index(trace, r"restock at S decides: 1 unit arrives, [AC] gets 1 at S")
+    assert "a_unit_from_elsewhere" in trace[-1]
+
+
+def test_strict_first_in_first_out_leaves_a_unit_on_hand_while_a_line_that_may_take_it_waits(
+    results: dict[str, Result],
+) -> None:
+    """The oldest line names N; S's unit stays on hand behind it while B, which names none and
+    could take it, waits to the end: the rule serves the oldest line THAT MAY TAKE the unit."""
+    trace = results["STRICT_FIFO"].trace
+    end, _ = step_index(trace, r"^end: on hand \d at N, [1-9] at S")
+    assert "B waits" in trace[end]
+    assert "units_on_hand_while_a_line_waits" in trace[-1]
+
+
+def test_newest_first_at_a_location_is_caught_by_fairness_per_location(
+    results: dict[str, Result],
+) -> None:
+    assert "later_filled_first" in results["LOCATED_NEWEST"].trace[-1]

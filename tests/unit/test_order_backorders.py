@@ -59,17 +59,17 @@ def test_fill_backorder_is_taken_and_asked_of_the_stock_service() -> None:
     assert len(fingerprints) == 2
 
 
-@pytest.mark.parametrize(
-    "lines,hold,field",
-    [([("a", "north")], False, "location"), ([("a", None)], True, "payWithinSeconds")],
-)
-def test_a_backorder_takes_no_location_and_no_hold(
-    lines: list[tuple[str, str | None]], hold: bool, field: str
-) -> None:
-    with pytest.raises(BadFill, match=field) as refused:
-        fill_of("backorder", lines, hold)
-    assert refused.value.field == field
-    assert fill_of("all", lines, hold).mode == "all"  # others as they were
+@pytest.mark.parametrize("lines", [[("a", None)], [("a", "north")]])
+def test_a_backorder_takes_no_hold(lines: list[tuple[str, str | None]]) -> None:
+    with pytest.raises(BadFill, match="payWithinSeconds") as refused:
+        fill_of("backorder", lines, True)
+    assert refused.value.field == "payWithinSeconds"
+    assert fill_of("all", lines, True).mode == "all"  # others as they were
+
+
+def test_a_backorder_may_name_a_location_and_sends_it() -> None:
+    fill = fill_of("backorder", [("a", "north"), ("b", None)])
+    assert fill.mode == "backorder" and dict(fill.locations) == {"a": "north"}
 
 
 def test_a_backordered_answer_takes_what_was_on_hand_and_owes_the_rest() -> None:
