@@ -6,7 +6,8 @@ Each scenario starts a stack of its own (FAULT_INJECTION=true, short timeouts so
 takes seconds, not minutes) in a temporary home, and stops it afterwards. rig.py holds what
 they share; retries.py, holders.py, leader_loss.py and the others the scenarios
 (locations.py, with shelves.py, a story of stock in several places rather than a fault;
-backorders.py, with waiting.py, of backorders and reservations).
+backorders.py, with waiting.py, of backorders and reservations; webhooks.py, of the stock
+events pushed to a receiver).
 
 SCENARIOS is the one list of them: the command's choices, `make demo SCENARIO=...` and the
 table of docs/scenarios.md come from it or are checked against it. It imports none of them
@@ -132,6 +133,13 @@ SCENARIOS = (
         "backorders",
         "three buyers in line for stock not yet here, filled oldest first by a restock, a fourth "
         "past the limit refused; a reservation expired by the reconciler, its units back once",
+    ),
+    Scenario(
+        "webhooks",
+        "webhooks",
+        "webhooks",
+        "the stock events pushed to a receiver, signed: 503s retried, in seq order per goods id, "
+        "one dead-lettered then replayed, none lost",
     ),
 )
 NAMES = tuple(s.name for s in SCENARIOS)
