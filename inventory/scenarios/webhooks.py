@@ -112,6 +112,7 @@ def webhooks(console: Console | None = None) -> ScenarioResult:
     ):
         client = StackClient(state)
         try:
+            started = time.monotonic()  # the story's own time, the stack's start aside
             url = f"http://127.0.0.1:{server.server_port}/hooks/stock"
             subscription = _subscribe(story, client, url, secret, [phone, case])
             _move_stock(story, client, phone, case)
@@ -122,6 +123,7 @@ def webhooks(console: Console | None = None) -> ScenarioResult:
             facts["dead"] = dead
             facts["replay"] = _replay(story, client, receiver, subscription, dead)
             facts["lost"] = _nothing_lost(story, receiver, _outbox(state.stock_url, prefix), dead)
+            facts["seconds"] = round(time.monotonic() - started, 1)
             story.step("The checks: the invariants (I1-I9, as `inventory check`).")
             checks = finish(state, story, prefix)
         finally:

@@ -94,6 +94,9 @@ def test_status_names_every_host_and_its_role_now(cluster: Path) -> None:
     relays = json.loads(status.stdout)["relays"]  # the stock events' relays, one leading
     assert sorted(r["host"] for r in relays) == ["stock1", "stock2"]
     assert all(r["running"] for r in relays) and sum(r["leader"] for r in relays) == 1
+    deliverers = json.loads(status.stdout)["deliverers"]  # the webhooks' deliverers, one leading
+    assert sorted(d["host"] for d in deliverers) == ["stock1", "stock2"]
+    assert all(d["running"] for d in deliverers) and sum(d["leader"] for d in deliverers) == 1
 
 
 def test_credentials_are_in_one_private_file_and_nowhere_else(cluster: Path) -> None:
@@ -278,6 +281,7 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "kill-reconciler-leader",
         "kill-relay-leader",
         "slow-first-attempts",
+        "kill-webhook-receiver",
         "intruder",
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
@@ -375,6 +379,15 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         assert checks[check]["verdict"] == "valid", checks[check]
     assert owed["lines"] > 0 and owed["handovers"] > 0 and owed["filled"] > 0, owed
     assert carts["consumed"] > 0 and carts["released"] > 0 and carts["expired"] > 0, carts
+    # Webhooks through every fault: the receiver on order2, killed and restarted on its log,
+    # got every outbox row of the run's goods ids signed (or it is dead-lettered), the first
+    # receipts of each goods id in seq order, no bad signature (W1); the receiver is gone after.
+    hooks = result["webhooks"]
+    print(f"webhooks: {hooks}")
+    assert checks["W1"]["verdict"] == "valid", checks["W1"]
+    assert hooks["restarts"] >= 1 and hooks["delivered"] == hooks["rows"] - hooks["dead"], hooks
+    assert hooks["rows"] > result["orders"], hooks
+    assert "webhook-receiver" not in state.procs
     relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
     assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.

@@ -9,6 +9,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +19,7 @@ from inventory.chaos.verdict import VALID, VIOLATED
 from inventory.chaos.webhooks.check import judge, verdict
 from inventory.chaos.webhooks.receipts import Receipt, ReceiptLog, read_receipts, receipt_of
 from inventory.check.events import OutboxRow
+from inventory.check.events_source import read_outbox
 from inventory.local.servers import free_port, port_open, wait_until
 from stock_service.webhooks import sign
 
@@ -146,3 +148,69 @@ def test_the_receiver_program_logs_before_it_answers_and_outlives_a_kill(tmp_pat
         (3, True, 200),
     ]
     assert judge(ROWS[:3], receipts, dead=()).bad_signatures == ["#2 b seq 1: bad signature"]
+
+
+def test_w1_holds_on_a_stack_whose_receiver_is_killed_and_started_again(tmp_path: Path) -> None:
+    """The chaos run's path on one machine: the receiver program subscribed on a stack running
+    the product's deliverer; stock moves while it is dead (SIGKILL); started again on its log,
+    it gets what it missed, and W1 over its log, the outbox and the dead letters holds."""
+    from inventory.chaos.webhooks.subscriber import wait_and_judge
+    from inventory.local.client import StackClient
+    from inventory.scenarios.rig import order_body, scenario_stack
+    from inventory.scenarios.webhooks import WEBHOOK_ENV
+    from shared.database.engines import make_engine
+
+    port, log = free_port(), tmp_path / "receipts.jsonl"
+    (tmp_path / "secret").write_text(SECRET)
+    argv = [
+        sys.executable, "-m", "inventory.chaos.webhooks.receiver", "--host", "127.0.0.1",
+        "--port", str(port), "--log", str(log), "--secret-file", str(tmp_path / "secret"),
+    ]  # fmt: skip
+
+    def start() -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(argv, start_new_session=True)
+        wait_until(lambda: port_open(port), 20, "the receiver", alive=lambda: proc.poll() is None)
+        return proc
+
+    prefix = "w1-"
+    # Enough attempts (a tenth of a second to half a second apart) to outlast the receiver's
+    # death: none dead-lettered, so each event is judged by its delivery.
+    env = {**WEBHOOK_ENV, "WEBHOOK_MAX_ATTEMPTS": "100"}
+    with scenario_stack("w1", env, deliverers=1) as state:
+        client = StackClient(state)
+        engine = make_engine(state.stock_database_url)
+        receiver = start()
+        try:
+            url = f"http://127.0.0.1:{port}/hooks"
+            answer = client.stock.post("/subscriptions", json={"url": url, "secret": SECRET})
+            assert answer.status_code == 201, answer.text
+            subscription = answer.json()["id"]
+            for goods_id in ("w1-a", "w1-b"):
+                client.seed(goods_id, 20)
+            assert client.gen_order(order_body("ann", "w1-a", 2)).status_code == 200
+            wait_until(lambda: len(read_receipts(log)) >= 3, 20, "the first deliveries")
+            os.killpg(receiver.pid, signal.SIGKILL)
+            receiver.wait(10)
+            killed_at = time.time()
+            assert client.gen_order(order_body("bob", "w1-b", 3)).status_code == 200
+            assert client.adjust("w1-a", delta=4, reason="restock").status_code == 201
+            time.sleep(1.0)  # the deliverer's attempts meanwhile are refused connections
+            receiver = start()
+
+            def dead() -> set[int]:
+                found = client.stock.get(f"/subscriptions/{subscription}/failed").json()
+                return {int(f["eventId"]) for f in found["failed"]}
+
+            judged, receipts, _ = wait_and_judge(
+                lambda: read_outbox(engine, prefix)[0], dead, lambda: read_receipts(log), 20
+            )
+        finally:
+            os.killpg(receiver.pid, signal.SIGKILL)
+            receiver.wait(10)
+            engine.dispose()
+            client.close()
+    assert judged.violations == [], judged.violations
+    assert judged.numbers["delivered"] == judged.numbers["rows"] >= 5, judged.numbers
+    assert judged.numbers["dead"] == 0
+    late = [r for r in receipts if r.at > killed_at]
+    assert {r.goods_id for r in late} >= {"w1-a", "w1-b"}  # sent again once it was back

@@ -3,17 +3,13 @@ a thread of the test): its outcome asserted from the facts it returns, not from 
 
 from __future__ import annotations
 
-import time
-
 from inventory import scenarios
 from inventory.scenarios.webhooks import FAIL_FIRST
 
 
 def test_the_webhooks_story_retries_keeps_order_dead_letters_replays_and_loses_nothing() -> None:
     run = scenarios.named("webhooks").load()  # the function (the import above set the module)
-    started = time.monotonic()
     result = run()
-    took = time.monotonic() - started
     assert result.ok, result
     facts = result.facts
     # The receiver's first deliveries answered 503 were each sent again until accepted.
@@ -41,4 +37,6 @@ def test_the_webhooks_story_retries_keeps_order_dead_letters_replays_and_loses_n
     assert lost["events"] >= 7 and lost["received"] == lost["events"], lost
     assert lost["violations"] == [] and lost["repeats"] >= 0
     assert result.violations == [] and facts["violated"] == []
-    assert took < 60, f"the story took {took:.1f} s"
+    # Retries a tenth of a second apart (WEBHOOK_BACKOFF_SECONDS): the story, from the
+    # subscription to the last check, takes seconds (0.7 s here), the stack's start aside.
+    assert facts["seconds"] < 20, facts["seconds"]

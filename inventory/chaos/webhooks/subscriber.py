@@ -16,6 +16,7 @@ import secrets
 import socket
 import sys
 import time
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,9 @@ import httpx
 from sqlalchemy import Engine
 
 from inventory.chaos.verdict import UNKNOWN, Verdict
-from inventory.chaos.webhooks.check import NAME, counts, judge, verdict
+from inventory.chaos.webhooks.check import NAME, Judged, counts, judge, verdict
 from inventory.chaos.webhooks.receipts import Receipt, read_receipts
+from inventory.check.events import OutboxRow
 from inventory.check.events_source import read_outbox
 from inventory.cluster import deploy, topology
 from inventory.cluster.deploy import ClusterState
@@ -102,19 +104,15 @@ class WebhookSide:
     def check(self, stock_engine: Engine) -> Verdict:
         """W1, once every outbox row of the run's goods ids was accepted by the receiver or is
         dead-lettered, or DELIVER_WAIT passed (then W1 names what is missing)."""
-        started = time.monotonic()
         try:
-            while True:
-                rows, _ = read_outbox(stock_engine, self.prefix)
-                dead = {int(f["eventId"]) for f in self.dead()}
-                receipts = self.receipts()
-                judged = judge(rows, receipts, dead)
-                if not judged.lost or time.monotonic() - started > DELIVER_WAIT:
-                    break
-                time.sleep(0.5)
+            judged, receipts, waited = wait_and_judge(
+                lambda: read_outbox(stock_engine, self.prefix)[0],
+                lambda: {int(f["eventId"]) for f in self.dead()},
+                self.receipts,
+                DELIVER_WAIT,
+            )
         except Exception as exc:
             return Verdict("W1", NAME, UNKNOWN, f"{type(exc).__name__}: {exc}")
-        waited = time.monotonic() - started
         self.figures = {
             **counts(receipts),
             **judged.numbers,
@@ -146,6 +144,25 @@ class WebhookSide:
 
     def summary(self) -> dict[str, Any]:
         return {"webhooks": {"subscription": self.subscription, **self.figures}}
+
+
+def wait_and_judge(
+    rows: Callable[[], Sequence[OutboxRow]],
+    dead: Callable[[], Collection[int]],
+    receipts: Callable[[], list[Receipt]],
+    wait: float,
+) -> tuple[Judged, list[Receipt], float]:
+    """W1's findings once nothing is lost (every row delivered or dead), or `wait` seconds on:
+    the findings, the receipts judged, the seconds waited. Each look reads the outbox, the dead
+    letters and the log again."""
+    started = time.monotonic()
+    while True:
+        seen = receipts()
+        judged = judge(rows(), seen, dead())
+        waited = time.monotonic() - started
+        if not judged.lost or waited > wait:
+            return judged, seen, waited
+        time.sleep(0.5)
 
 
 def kill_receiver(state: ClusterState, _rng: Any) -> str:
