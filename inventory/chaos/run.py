@@ -46,6 +46,7 @@ from inventory.chaos import (
 )
 from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
+from inventory.chaos.webhooks import subscriber as webhook_receiver
 from inventory.chaos.webhooks.subscriber import WebhookSide
 from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, skew, topology
@@ -80,6 +81,8 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], None] = print) -> dict[s
     if unknown:
         raise ChaosError(f"unknown faults {unknown}; known: {', '.join(nemesis.FAULTS)}")
     state = deploy.load_state()
+    if state is not None:
+        webhook_receiver.forget(state)  # a run killed outright left it: not the cluster's
     if state is None or not all(p.alive() for p in state.procs.values()):
         raise ChaosError("no cluster running: start one with `inventory cluster up`")
     try:

@@ -78,10 +78,8 @@ class WebhookSide:
             "--log", str(self.log), "--secret-file", str(secret_file),
         ]  # fmt: skip
         proc = Proc(RECEIVER, HOST, argv, str(folder / "receiver.log"), {"PYTHONUNBUFFERED": "1"})
-        old = self.state.procs.get(RECEIVER)
-        if old is not None and old.alive():  # a crashed run's
-            old.kill()
-        deploy.start(self.state, proc)
+        forget(self.state)  # a crashed run's
+        deploy.start(self.state, deploy.on_its_clock(self.state, proc))  # its host's, as all
         wait_until(listening, 30, RECEIVER, Path(proc.log), 0.2, alive=proc.alive)
         body = {"url": receiver_url(), "secret": secret}
         with httpx.Client(timeout=TIMEOUT, headers=self.state.admin_headers()) as client:
@@ -136,14 +134,20 @@ class WebhookSide:
                     headers=self.state.admin_headers(),
                     timeout=TIMEOUT,
                 )
-        proc = self.state.procs.pop(RECEIVER, None)
-        if proc is not None:
-            if proc.alive():
-                proc.kill()
-            self.state.save()
+        forget(self.state)
 
     def summary(self) -> dict[str, Any]:
         return {"webhooks": {"subscription": self.subscription, **self.figures}}
+
+
+def forget(state: ClusterState) -> None:
+    """The receiver stopped and out of the cluster's state (a run's end, or what a run killed
+    outright left): the cluster runs no receiver between runs."""
+    proc = state.procs.pop(RECEIVER, None)
+    if proc is not None:
+        if proc.alive():
+            proc.kill()
+        state.save()
 
 
 def wait_and_judge(
