@@ -99,6 +99,7 @@ DELIVERER_SETTINGS = {
     "WEBHOOK_MAX_BACKOFF_SECONDS": "4",
     "WEBHOOK_MAX_ATTEMPTS": "30",
     "WEBHOOK_TIMEOUT_SECONDS": "3",
+    "WEBHOOK_WORKERS": "16",  # the run's one subscription may have 8 in flight
 }
 EVENTS_STREAM = "inventory:stock-events"  # STOCK_EVENTS_STREAM's default, which the cluster keeps
 
