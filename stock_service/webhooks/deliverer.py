@@ -43,10 +43,10 @@ from stock_service.webhooks.deliveries import (
     DELIVERIES,
     ELECTION_PATH,
     Due,
+    FanOut,
     Outcome,
     Retries,
     claim_due,
-    fan_out,
     prune,
     record,
 )
@@ -192,6 +192,7 @@ def lead(
     pool = ThreadPoolExecutor(workers, thread_name_prefix="webhook")
     client = httpx.Client(timeout=timeout, follow_redirects=False)
     in_flight: dict[Future[str | None], Due] = {}
+    fan_out = FanOut()
     failures, pruned = 0, 0.0
     try:
         while not stop.is_set():

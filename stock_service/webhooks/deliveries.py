@@ -7,9 +7,10 @@ are read in id order, those it wants become delivery rows, and the cursor moves,
 transaction. Ids are handed out when a row is inserted, not when it commits, so a row can
 commit after one with a higher id was read (two goods ids' commits racing; never two of one
 goods id, which are written one lock hold after another). The cursor therefore stops before a
-gap in the ids while the rows after it are younger than GAP_GRACE: the rows past it are fanned
-out already (each pair once: the primary key, and a look before inserting), and read again
-until the gap is filled or old enough to be a rolled-back insert's id that will never commit.
+hole in the ids while the rows after it are younger than GAP_GRACE (a rolled-back insert's id
+never commits; a paused writer's commits late): the rows past it are fanned out meanwhile
+(FanOut.read_to), each pair once (the primary key, and a look before inserting), and the
+rows from the cursor on are walked again each pass until the hole fills or grows old.
 
 Order. Per (subscription, goods id) only the pending delivery with the lowest event id is
 due, so a goods id's events arrive in seq order; a retry holds back that goods id's later
@@ -25,6 +26,7 @@ take one."""
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -32,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import Counter
-from sqlalchemy import Engine, delete, exists, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, update
 
 from shared.database.clock import database_now
 from shared.database.engines import transaction
@@ -40,6 +42,7 @@ from stock_service.ledger import event_fields
 from stock_service.storage import stock_outbox, webhook_delivery, webhook_subscription
 from stock_service.webhooks.subscriptions import DEAD, DELIVERED, PENDING
 
+log = logging.getLogger("webhooks")
 DB = "stock database"
 ELECTION_PATH = "/inventory/webhooks"  # where the deliverers elect the one that delivers
 PAGE = 500  # outbox rows fanned out per subscription and transaction
@@ -92,76 +95,110 @@ class _Event:
     created_at: datetime
 
 
-def fan_out(engine: Engine, page: int = PAGE) -> int:
-    """Every subscription's new outbox rows made its delivery rows: how many were made."""
-    with transaction(engine, DB, read_only=True) as conn:
-        subscriptions = list(conn.execute(select(s.id, s.kinds, s.goods_ids, s.fanned_to)))
-    return sum(_fan_out_one(engine, sub, page) for sub in subscriptions)
+class FanOut:
+    """The fan-out of a leader's term. `read_to` (in memory: lost with the term, and then
+    `fanned_to` again) is how far each subscription's new rows were read: while the cursor
+    waits at a young hole, the rows past it go on being fanned out from there, and the rows
+    from the cursor on are walked a page at a time, to fan out a late commit and move the
+    cursor over what is settled."""
 
+    def __init__(self, page: int = PAGE) -> None:
+        self.page = page
+        self.read_to: dict[str, int] = {}
 
-def _fan_out_one(engine: Engine, sub: Any, page: int) -> int:
-    kinds = set(sub.kinds.split(",")) if sub.kinds else None
-    goods = set(sub.goods_ids.split(",")) if sub.goods_ids else None
-    with transaction(engine, DB) as conn:
-        now = database_now(conn)
-        rows = list(
-            conn.execute(
-                select(o.id, o.goods_id, o.seq, o.kind, o.created_at)
-                .where(o.id > sub.fanned_to)
-                .order_by(o.id)
-                .limit(page)
+    def __call__(self, engine: Engine) -> int:
+        """Every subscription's new outbox rows made its delivery rows: how many were made.
+        One subscription's failure is logged and the others go on."""
+        with transaction(engine, DB, read_only=True) as conn:
+            subscriptions = list(conn.execute(select(s.id, s.kinds, s.goods_ids, s.fanned_to)))
+        made = 0
+        for sub in subscriptions:
+            try:
+                made += self.one(engine, sub)
+            except Exception as exc:
+                log.warning("fan-out to subscription %s failed: %r", sub.id, exc)
+        return made
+
+    def one(self, engine: Engine, sub: Any) -> int:
+        kinds = set(sub.kinds.split(",")) if sub.kinds else None
+        goods = set(sub.goods_ids.split(",")) if sub.goods_ids else None
+        cursor = int(sub.fanned_to)
+        ahead = max(cursor, self.read_to.get(sub.id, cursor))
+        columns = (o.id, o.goods_id, o.seq, o.kind, o.created_at)
+        with transaction(engine, DB) as conn:
+            now = database_now(conn)
+            walked = list(
+                conn.execute(select(*columns).where(o.id > cursor).order_by(o.id).limit(self.page))
             )
-        )
-        if not rows:
-            return 0
-        cursor, held = int(sub.fanned_to), False
-        for row in rows:
-            if not held and row.id != cursor + 1 and now - row.created_at < GAP_GRACE:
-                held = True  # a lower id may still commit: read from here again
-            if not held:
-                cursor = int(row.id)
-        wanted = [
-            r
-            for r in rows
-            if (kinds is None or r.kind in kinds) and (goods is None or r.goods_id in goods)
-        ]
-        there = set()
-        if wanted:
-            there = set(
-                conn.execute(
-                    select(d.event_id).where(
-                        d.subscription_id == sub.id,
-                        d.event_id.in_([int(r.id) for r in wanted]),
+            beyond = []
+            if ahead > cursor:
+                beyond = list(
+                    conn.execute(
+                        select(*columns).where(o.id > ahead).order_by(o.id).limit(self.page)
                     )
-                ).scalars()
-            )
-        new = [
-            {
-                "subscription_id": sub.id,
-                "event_id": int(r.id),
-                "goods_id": r.goods_id,
-                "seq": int(r.seq),
-                "kind": r.kind,
-                "state": PENDING,
-                "attempts": 0,
-                "next_attempt_at": now,
-            }
-            for r in wanted
-            if int(r.id) not in there
-        ]
-        if new:
-            conn.execute(insert(webhook_delivery), new)
-        if cursor != sub.fanned_to:
-            # Moved only from where it was read: a second deliverer's fan-out (one deposed and
-            # not yet aware) finds it moved and rolls back (its inserts would be repeats).
-            moved = conn.execute(
-                update(webhook_subscription)
-                .where(s.id == sub.id, s.fanned_to == sub.fanned_to)
-                .values(fanned_to=cursor)
-            )
-            if not moved.rowcount:
-                raise Overtaken(f"subscription {sub.id}'s cursor moved under this fan-out")
+                )
+            rows = {int(r.id): r for r in [*walked, *beyond]}
+            if not rows:
+                return 0
+            for row in walked:
+                if int(row.id) != cursor + 1 and now - row.created_at < GAP_GRACE:
+                    break  # a lower id may still commit: walk from here again
+                cursor = int(row.id)
+            new = _new_deliveries(conn, sub.id, rows, kinds, goods, now)
+            if new:
+                conn.execute(insert(webhook_delivery), new)
+            if cursor != sub.fanned_to:
+                # Moved only from where it was read: a second deliverer's fan-out (one deposed
+                # and not yet aware) finds it moved and rolls back (its inserts are repeats).
+                moved = conn.execute(
+                    update(webhook_subscription)
+                    .where(s.id == sub.id, s.fanned_to == sub.fanned_to)
+                    .values(fanned_to=cursor)
+                )
+                if not moved.rowcount:
+                    raise Overtaken(f"subscription {sub.id}'s cursor moved under this fan-out")
+        self.read_to[sub.id] = max(cursor, ahead, max(rows))
         return len(new)
+
+
+def _new_deliveries(
+    conn: Connection,
+    subscription_id: str,
+    rows: dict[int, Any],
+    kinds: set[str] | None,
+    goods: set[str] | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """The delivery rows of the outbox rows the subscription wants and has none of yet."""
+    wanted = [
+        r
+        for r in rows.values()
+        if (kinds is None or r.kind in kinds) and (goods is None or r.goods_id in goods)
+    ]
+    if not wanted:
+        return []
+    there = set(
+        conn.execute(
+            select(d.event_id).where(
+                d.subscription_id == subscription_id,
+                d.event_id.in_([int(r.id) for r in wanted]),
+            )
+        ).scalars()
+    )
+    return [
+        {
+            "subscription_id": subscription_id,
+            "event_id": int(r.id),
+            "goods_id": r.goods_id,
+            "seq": int(r.seq),
+            "kind": r.kind,
+            "state": PENDING,
+            "attempts": 0,
+            "next_attempt_at": now,
+        }
+        for r in sorted(wanted, key=lambda r: int(r.id))
+        if int(r.id) not in there
+    ]
 
 
 class Overtaken(Exception):

@@ -27,7 +27,7 @@ from shared.database.engines import utcnow
 from stock_service.storage.tables import stock_outbox, webhook_delivery, webhook_subscription
 from stock_service.webhooks import serve, verify
 from tests.conftest import ADMIN, BACKENDS, make_settings, unique
-from tests.fresh_database import fresh_database
+from tests.fresh_database import backend_of, fresh_database
 from tests.helpers import Services, running_services
 
 WAIT = 20.0  # seconds any one delivery may take to show, at most (they take milliseconds)
@@ -399,3 +399,28 @@ def test_a_deleted_subscription_gets_nothing_more(
             .where(webhook_delivery.c.subscription_id == sub["id"])
         ).scalar_one()
     assert left == 0  # its pending deliveries went with it
+
+
+def test_an_event_committed_after_a_later_id_is_delivered_too(
+    services: Services, deliverers: Deliverers, receiver: Receiver
+) -> None:
+    """Ids are given at insert: a writer paused inside its transaction commits its event
+    after a later id was read and delivered. The cursor waits before the hole (its rows are
+    young), so the late event is fanned out and delivered when it commits."""
+    if backend_of(services.settings.stock_database_url) == "sqlite":
+        pytest.skip("SQLite lets one writer at a time: no later id can commit first")
+    late, early = unique("late"), unique("early")
+    subscribe(services, receiver.url, goodsIds=[late, early])
+    deliverers.start(unique("d"))
+    row = {"seq": 1, "kind": "adjusted", "delta": 1, "level": 1, "created_at": utcnow()}
+    with services.engine.connect() as paused:
+        transaction = paused.begin()
+        paused.execute(sa.insert(stock_outbox), [{**row, "goods_id": late}])  # its id taken
+        write_events(services, early, 1, 3)  # later ids, committed first
+        waits(lambda: len(receiver.delivered(early)) == 3, "the later ids")
+        transaction.commit()
+    waits(lambda: len(receiver.delivered(late)) == 1, "the late commit")
+    first_early = min(int(e["id"]) for e in receiver.delivered(early))
+    assert int(receiver.delivered(late)[0]["id"]) < first_early
+    write_events(services, early, 4, 2)  # and the cursor goes on past it
+    waits(lambda: len(receiver.delivered(early)) == 5, "the next ones")
