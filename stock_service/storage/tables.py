@@ -304,6 +304,6 @@ webhook_delivery = Table(
     Column("last_error", String(200), nullable=True),
     Column("first_tried_at", Timestamp, nullable=True),
     Column("done_at", Timestamp, nullable=True),  # delivered or dead
-    Index("ix_webhook_delivery_line", "subscription_id", "state", "goods_id", "event_id"),
+    Index("ix_webhook_delivery_line", "state", "subscription_id", "goods_id", "event_id"),
     Index("ix_webhook_delivery_due", "state", "next_attempt_at"),
 )

@@ -69,7 +69,7 @@ def upgrade() -> None:
     op.create_index(
         "ix_webhook_delivery_line",
         "webhook_delivery",
-        ["subscription_id", "state", "goods_id", "event_id"],
+        ["state", "subscription_id", "goods_id", "event_id"],
     )
     op.create_index("ix_webhook_delivery_due", "webhook_delivery", ["state", "next_attempt_at"])
 
