@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ class Receiver:
 
     port: int = 0
     otherwise: int = 200
+    slow: float = 0.0  # seconds each answer takes
     answers: deque[int] = field(default_factory=deque)
     got: list[Received] = field(default_factory=list)
     server: ThreadingHTTPServer | None = None
@@ -62,6 +64,8 @@ class Receiver:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 status = receiver.answers.popleft() if receiver.answers else receiver.otherwise
+                if receiver.slow:
+                    time.sleep(receiver.slow)  # a slow receiver, on purpose
                 receiver.got.append(Received(status, dict(self.headers.items()), body))
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
@@ -301,6 +305,8 @@ def test_an_event_dead_after_its_attempts_is_listed_replayed_and_delivered(
     assert (dead["attempts"], dead["lastError"]) == (3, "HTTP 500")
     assert dead["firstTriedAt"] <= dead["deadAt"]
     assert len([g for g in receiver.got if g.event["goodsId"] == goods]) == 3
+    metrics = services.stock.get("/metrics").get_data(as_text=True)
+    assert 'webhook_deliveries_waiting{state="dead"} 1.0' in metrics
     receiver.otherwise = 200
     write_events(services, goods, 2, 1)  # the line goes on past the dead event
     waits(lambda: seqs(receiver.delivered(goods)) == [2], "the next event")
@@ -424,3 +430,24 @@ def test_an_event_committed_after_a_later_id_is_delivered_too(
     assert int(receiver.delivered(late)[0]["id"]) < first_early
     write_events(services, early, 4, 2)  # and the cursor goes on past it
     waits(lambda: len(receiver.delivered(early)) == 5, "the next ones")
+
+
+def test_a_slow_receiver_does_not_hold_up_another_subscription(
+    services: Services, deliverers: Deliverers, receiver: Receiver
+) -> None:
+    slow = Receiver(slow=1.0).start()
+    try:
+        goods = [unique("slow") for _ in range(12)]
+        fast = unique("fast")
+        subscribe(services, slow.url, goodsIds=goods)
+        subscribe(services, receiver.url, goodsIds=[fast])
+        deliverers.start(unique("d"), webhook_workers=4)  # the slow one may take 2 of them
+        for g in goods:
+            write_events(services, g, 1, 1)  # 12 lines of 1 s each for the slow receiver
+        write_events(services, fast, 1, 20)
+        started = time.monotonic()
+        waits(lambda: len(receiver.delivered(fast)) == 20, "the fast receiver's twenty")
+        assert time.monotonic() - started < 2.5  # not behind the slow one's lines (3 s on 4)
+        assert len(slow.delivered()) < 12  # which is still at work
+    finally:
+        slow.stop()
