@@ -1,17 +1,21 @@
 """The webhooks' pure parts: the signature (sign, verify), the addresses a subscription may
-name (with a resolver given, so no name is looked up), a subscription's rules, and the backoff
-between attempts (full jitter under a doubling cap)."""
+name (with a resolver given, so no name is looked up), a subscription's rules, the backoff
+between attempts (full jitter under a doubling cap), and what each answer to a POST means
+(httpx.MockTransport: nothing leaves the process)."""
 
 from __future__ import annotations
 
 import hashlib
 import hmac
+import json
 
+import httpx
 import pytest
 
 from stock_service.webhooks import Refused, check, sign, verify
 from stock_service.webhooks.addresses import private, url_problem
-from stock_service.webhooks.deliveries import Retries
+from stock_service.webhooks.deliverer import attempt
+from stock_service.webhooks.deliveries import Due, Retries
 
 
 def test_the_signature_is_the_hmac_sha256_of_the_raw_body_in_hex() -> None:
@@ -127,3 +131,63 @@ def test_the_backoff_is_full_jitter_under_a_doubling_cap() -> None:
     assert [retries.delay(n, lambda: 1.0) for n in range(1, 7)] == [1, 2, 4, 8, 10, 10]
     assert retries.delay(5, lambda: 0.0) == 0.0
     assert retries.delay(3, lambda: 0.5) == 2.0
+
+
+def due() -> Due:
+    event = {"id": "7", "goodsId": "g", "seq": "3", "kind": "deducted"}
+    return Due("sub-1", 7, "g", 3, "http://127.0.0.1:9/hook", "s" * 16, event, 0)
+
+
+@pytest.mark.parametrize(
+    ("status", "error", "retry"),
+    [
+        (200, None, True),
+        (204, None, True),
+        (500, "HTTP 500", True),
+        (503, "HTTP 503", True),
+        (408, "HTTP 408", True),
+        (429, "HTTP 429", True),
+        (400, "HTTP 400", False),
+        (404, "HTTP 404", False),
+        (410, "HTTP 410", False),
+        (301, "HTTP 301", False),  # a redirect is not followed
+    ],
+)
+def test_what_an_answer_means(status: int, error: str | None, retry: bool) -> None:
+    sent: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sent.append(request)
+        return httpx.Response(status, headers={"Location": "http://10.0.0.1/"})
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        outcome = attempt(client, due(), allow_private=True)
+    assert (outcome.error, outcome.retry) == (error, retry)
+    [request] = sent
+    assert json.loads(request.content) == due().event
+    assert verify("s" * 16, request.content, request.headers["X-Inventory-Signature"])
+    assert request.headers["X-Inventory-Event-Id"] == "7"
+    assert request.headers["X-Inventory-Seq"] == "3"
+    assert request.headers["X-Inventory-Subscription"] == "sub-1"
+
+
+@pytest.mark.parametrize(
+    "failure",
+    [httpx.ConnectError("refused"), httpx.ReadTimeout("slow"), httpx.RemoteProtocolError("x")],
+)
+def test_a_failure_to_get_an_answer_is_tried_again(failure: httpx.HTTPError) -> None:
+    def fail(_request: httpx.Request) -> httpx.Response:
+        raise failure
+
+    with httpx.Client(transport=httpx.MockTransport(fail)) as client:
+        outcome = attempt(client, due(), allow_private=True)
+    assert outcome.retry and outcome.error
+
+
+def test_a_private_address_is_refused_before_the_post_unless_allowed() -> None:
+    def never(_request: httpx.Request) -> httpx.Response:
+        raise AssertionError("posted")
+
+    with httpx.Client(transport=httpx.MockTransport(never)) as client:
+        outcome = attempt(client, due(), allow_private=False)
+    assert outcome.retry and outcome.error and "WEBHOOK_ALLOW_PRIVATE" in outcome.error
