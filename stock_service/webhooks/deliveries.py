@@ -34,7 +34,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import Counter
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, update
 
 from shared.database.clock import database_now
 from shared.database.engines import transaction
@@ -380,14 +380,20 @@ def record(engine: Engine, due: Due, outcome: Outcome, retries: Retries) -> str 
 
 
 def prune(engine: Engine, kept: timedelta = KEEP_DELIVERED) -> int:
-    """Delivered rows older than `kept` deleted (nothing reads them but a person looking):
-    how many. Dead ones stay until replayed or their subscription goes."""
+    """Delivered rows older than `kept` deleted (nothing reads them but a person looking),
+    and the rows of a subscription deleted while a fan-out to it was inserting them: how
+    many. Dead ones stay until replayed or their subscription goes."""
     with transaction(engine, DB) as conn:
         before = database_now(conn) - kept
         gone = conn.execute(
             delete(webhook_delivery).where(d.state == DELIVERED, d.done_at < before)
-        )
-        return int(gone.rowcount)
+        ).rowcount
+        orphans = conn.execute(
+            delete(webhook_delivery).where(
+                ~exists().where(webhook_subscription.c.id == d.subscription_id)
+            )
+        ).rowcount
+        return int(gone) + int(orphans)
 
 
 def counts(engine: Engine) -> dict[str, int]:

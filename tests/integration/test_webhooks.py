@@ -2,7 +2,9 @@
 on) gets each stock event POSTed and signed; a 503 is tried again until a 200; each goods id's
 events arrive in seq order across a receiver restart; an event is dead after its attempts,
 listed, replayed and delivered; a 400 is not tried again; a deliverer restarted resumes from
-the stored cursor; of two deliverers one delivers, and the other takes over when it goes.
+the stored cursor; of two deliverers one delivers, and the other takes over when it goes; an
+event committed after a later id is delivered too; a slow receiver holds up no other; the
+prune keeps what is still needed.
 Real ZooKeeper (the election), on SQLite, PostgreSQL and MariaDB (the claims compare stored
 times; the fan-out moves a cursor), each module on a database of its own: a deliverer sends
 to every subscription it finds, and the session's database holds the other tests'."""
@@ -16,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -27,6 +30,7 @@ from shared.config.settings import Settings
 from shared.database.engines import utcnow
 from stock_service.storage.tables import stock_outbox, webhook_delivery, webhook_subscription
 from stock_service.webhooks import serve, verify
+from stock_service.webhooks.deliveries import prune
 from tests.conftest import ADMIN, BACKENDS, make_settings, unique
 from tests.fresh_database import backend_of, fresh_database
 from tests.helpers import Services, running_services
@@ -451,3 +455,23 @@ def test_a_slow_receiver_does_not_hold_up_another_subscription(
         assert len(slow.delivered()) < 12  # which is still at work
     finally:
         slow.stop()
+
+
+def test_the_prune_deletes_old_delivered_rows_and_orphans_but_not_dead_letters(
+    services: Services,
+) -> None:
+    sub = subscribe(services, "http://127.0.0.1:9/hook")["id"]
+    old = utcnow() - timedelta(days=2)
+    base = {"goods_id": "g", "seq": 1, "kind": "adjusted", "attempts": 1, "next_attempt_at": old}
+    rows = [
+        {**base, "subscription_id": sub, "event_id": 1, "state": "delivered", "done_at": old},
+        {**base, "subscription_id": sub, "event_id": 2, "state": "delivered", "done_at": utcnow()},
+        {**base, "subscription_id": sub, "event_id": 3, "state": "dead", "done_at": old},
+        {**base, "subscription_id": "gone", "event_id": 4, "state": "pending", "done_at": None},
+    ]
+    with services.engine.begin() as conn:
+        conn.execute(sa.insert(webhook_delivery), rows)
+    assert prune(services.engine) == 2
+    with services.engine.connect() as conn:
+        left = conn.execute(sa.select(webhook_delivery.c.event_id).order_by("event_id"))
+        assert list(left.scalars()) == [2, 3]
