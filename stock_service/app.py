@@ -6,6 +6,7 @@ import logging
 
 from flask import Flask
 from prometheus_client.core import Metric
+from sqlalchemy import Engine
 
 from coordination.locks import LockLost, make_lock_backend
 from shared.config.settings import Settings
@@ -31,12 +32,14 @@ from stock_service.api import (
     service_guard,
     settle_routes,
     stock_routes,
+    subscription_routes,
     transfer_routes,
 )
 from stock_service.deduction import LockPolicy, StockDeduction, gunicorn_threads, lock_wait_threads
 from stock_service.ledger import Ledger
 from stock_service.locations import LocationBook
 from stock_service.storage import StockStore
+from stock_service.webhooks import counts as webhook_counts
 
 log = logging.getLogger("stock_service")
 
@@ -95,6 +98,7 @@ def create_app(settings: Settings | None = None) -> Flask:
     app.register_blueprint(events_routes())
     app.register_blueprint(location_routes(admin, settings.max_stock_level))
     app.register_blueprint(transfer_routes(admin, settings.max_stock_level))
+    app.register_blueprint(subscription_routes(admin, settings.webhook_allow_private))
     if settings.stock_service_token:
         app.before_request(service_guard(settings.stock_service_token, SERVICE_ROUTES))
     if not settings.admin_token:
@@ -104,7 +108,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         app.register_blueprint(fault_routes(models, admin))
     register_error_handlers(app, count_lock_losses)
     install_request_ids(app)
-    install_metrics(app, "stock", lambda: stock_levels(store))
+    install_metrics(app, "stock", lambda: stock_levels(store) + webhook_waiting(engine))
     return app
 
 
@@ -115,6 +119,22 @@ def stock_levels(store: StockStore) -> list[Metric]:
     except DatabaseUnavailable:
         return []  # the scrape still answers, without the levels
     return [gauge_family("stock_level", "Units in stock, by goods id", "goods_id", levels)]
+
+
+def webhook_waiting(engine: Engine) -> list[Metric]:
+    """Read at scrape time: the webhook deliveries pending and dead (dead letters) now."""
+    try:
+        found = webhook_counts(engine)
+    except DatabaseUnavailable:
+        return []
+    return [
+        gauge_family(
+            "webhook_deliveries_waiting",
+            "Webhook deliveries not delivered, by state (pending, dead: the dead letters)",
+            "state",
+            found,
+        )
+    ]
 
 
 def count_lock_losses(exc: DependencyUnavailable) -> None:

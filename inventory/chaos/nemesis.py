@@ -20,6 +20,7 @@ from inventory.chaos import (
     zookeeper_faults,
 )
 from inventory.chaos.processes import kill_replica, restart
+from inventory.chaos.webhooks import subscriber
 from inventory.chaos.workload import SCARCE
 from inventory.cluster import netns, nodes, pg_ha, redis_ha, topology
 from inventory.cluster.deploy import ClusterState
@@ -208,6 +209,14 @@ FAULTS: dict[str, Fault] = {
             demand=SCARCE,
             stock_settings=slow_attempts.STOCK_SETTINGS,
         ),
+        Fault(
+            "kill-webhook-receiver",
+            "the run's receiver of webhooks killed (SIGKILL), restarted after 3 s on its log: "
+            "the deliverer retries, W1 judges what the receiver got",
+            3.0,
+            subscriber.kill_receiver,
+            subscriber.restart_receiver,
+        ),
     )
 }
 QUICK = (
@@ -223,6 +232,7 @@ QUICK = (
     "kill-reconciler-leader",
     "kill-relay-leader",  # the stock events' relay fails over: I10 judges what the consumer got
     "slow-first-attempts",  # a refusal, then stock back, then the late attempt: refused too
+    "kill-webhook-receiver",  # deliveries fail, then retried: W1 judges what it logged
     "intruder",
 )
 

@@ -9,8 +9,10 @@ reconcilers (two, on the order hosts) settle what the faults left PENDING, and t
 an order is still PENDING `SETTLE_BOUND` seconds after the load ended. Nothing is settled by
 the run itself. Beside the buyers: an operator adjusts levels (restocks.py), a consumer reads
 the stock events through the faults (stream_consumer.py): stock_side.py; a reserver holds carts
-(reservations.py). Each order and stock host runs on a clock of its own (clocks.py). Then the
-checks: checker.py, stock_side.py, backorder_checks.py, buyer_limits.py.
+(reservations.py); a receiver of webhooks on a host of the cluster gets the stock events from
+the cluster's deliverers (webhooks/). Each order and stock host runs on a clock of its own
+(clocks.py). Then the checks: checker.py, stock_side.py, backorder_checks.py, buyer_limits.py,
+W1 (webhooks/check.py).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ from inventory.chaos import (
 )
 from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
+from inventory.chaos.webhooks import subscriber as webhook_receiver
+from inventory.chaos.webhooks.subscriber import WebhookSide
 from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, skew, topology
 from shared.database.engines import make_engine, utcnow
@@ -78,6 +82,8 @@ def run_chaos(config: ChaosConfig, say: Callable[[str], None] = print) -> dict[s
     if unknown:
         raise ChaosError(f"unknown faults {unknown}; known: {', '.join(nemesis.FAULTS)}")
     state = deploy.load_state()
+    if state is not None:
+        webhook_receiver.forget(state)  # a run killed outright left it: not the cluster's
     if state is None or not all(p.alive() for p in state.procs.values()):
         raise ChaosError("no cluster running: start one with `inventory cluster up`")
     try:
@@ -109,10 +115,12 @@ def _run(
         f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 8, scarce=scarce
     )
     side = StockSide(state, goods, config.seed)
+    hooks = WebhookSide(state, goods.prefix)
     try:
-        return _under_load(state, config, say, rng, goods, side, told)
+        return _under_load(state, config, say, rng, goods, side, hooks, told)
     finally:
         side.close()
+        hooks.close()
 
 
 def _under_load(
@@ -122,8 +130,10 @@ def _under_load(
     rng: random.Random,
     goods: Any,
     side: StockSide,
+    hooks: WebhookSide,
     told: dict[str, Any],
 ) -> dict[str, Any]:
+    hooks.open()  # the receiver and its subscription: it sees what the run writes from here
     side.open()  # the events' consumer, then the seeds
     admin = state.admin_headers()
     with httpx.Client(base_url=topology.ORDER_URL, timeout=10, headers=admin) as client:
@@ -227,6 +237,8 @@ def _under_load(
         stall_figures = stall_check.judge(load.ops, started, config.baseline, verdicts, windows)
         say(f"{load.now():6.1f} s  checking the adjustments and the stock events the consumer got")
         verdicts += side.check(stock_engine)
+        say(f"{load.now():6.1f} s  checking the webhooks the receiver got (W1)")
+        verdicts.append(hooks.check(stock_engine))
         if goods.located:
             say(f"{load.now():6.1f} s  {_locations_said(placed, side.summary()['transfers'])}")
         verdicts += backorder_checks.judge(order_engine, stock_engine, reserver, owed)
@@ -252,6 +264,7 @@ def _under_load(
         "lost_sales_unattributed": report.unattributed_lost(load.ops, lost),
         "not_available": nemesis.not_available(),
         **side.summary(),
+        **hooks.summary(),
         "located_orders": placed.get("orders", {}),
         "split_lines": placed.get("splits"),
         **owed,  # backorders and reservations: backorder_checks.py

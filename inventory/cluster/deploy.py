@@ -38,7 +38,7 @@ from inventory.local.servers import wait_until
 from shared.config.settings import Settings
 
 STATE_FILE = "cluster.json"
-ROLES = ("stock", "order", "reconciler", "relay")  # the programs of ours, by identity
+ROLES = ("stock", "order", "reconciler", "relay", "deliverer")  # the programs of ours, by identity
 # What the replicas may be started with from the caller's environment (the rest is fixed).
 PASSED_SETTINGS = ("LOCK_BACKEND", "LOCK_SCOPE", "FENCING", "DEDUCT_BATCH_MAX")
 TOOLS = ("keepalived", "redis-sentinel", "redis-server")  # each its Debian package's name
@@ -201,7 +201,8 @@ def _bring_up(state: ClusterState, secrets: Secrets, say: Any) -> None:
     say(
         "2 stock and 2 order replicas healthy behind haproxy; "
         f"{len(topology.RECONCILERS)} elected reconcilers on the order hosts, "
-        f"{len(topology.RELAYS)} elected relays of the stock events on the stock hosts"
+        f"{len(topology.RELAYS)} elected relays of the stock events and "
+        f"{len(topology.DELIVERERS)} deliverers of webhooks on the stock hosts"
     )
 
 
@@ -221,8 +222,8 @@ def on_its_clock(state: ClusterState, proc: Proc) -> Proc:
 
 def _services(state: ClusterState, stock_added: dict[str, str]) -> list[Proc]:
     """The replicas of both services (the stock ones with `stock_added` on top of the
-    settings), the elected reconcilers on the order hosts and the elected relays of the stock
-    events on the stock hosts, each on its host's clock."""
+    settings), the elected reconcilers on the order hosts, the elected relays of the stock
+    events and deliverers of webhooks on the stock hosts, each on its host's clock."""
     home, own = Path(state.home), state.settings
     Settings.from_env({**nodes.base_env({**own, **stock_added}), **state.secrets.env_for("stock")})
     shape = (state.workers, state.threads)
@@ -234,6 +235,8 @@ def _services(state: ClusterState, stock_added: dict[str, str]) -> list[Proc]:
         procs.append(nodes.reconciler(name, topology.host(on), home, own))
     for name, on in topology.RELAYS.items():
         procs.append(nodes.relay(name, topology.host(on), home, own))
+    for name, on in topology.DELIVERERS.items():
+        procs.append(nodes.deliverer(name, topology.host(on), home, own))
     return [on_its_clock(state, p) for p in procs]
 
 

@@ -96,6 +96,10 @@ def files() -> dict[str, str]:
         out[f"{role}.env"] = _env({**PRODUCTION_SETTINGS, **secrets.env_for(role)})
     relay = {**PRODUCTION_SETTINGS, **topology.RELAY_SETTINGS, **secrets.env_for("relay")}
     out["relay.env"] = _env(relay)
+    # The deliverers of webhooks with the defaults' retries (minutes, not the chaos cluster's
+    # seconds); WEBHOOK_ALLOW_PRIVATE stays off unless the receivers are inside.
+    deliverer = {**PRODUCTION_SETTINGS, **secrets.env_for("deliverer")}
+    out["deliverer.env"] = _env(deliverer)
     out["patroni.env"] = _env(secrets.env_for("patroni"))
     return out
 

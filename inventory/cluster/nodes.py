@@ -145,6 +145,13 @@ def relay_leader(timeout: float = 3.0) -> str | None:
     return singleton_leader(ELECTION_PATH, timeout)
 
 
+def deliverer_leader(timeout: float = 3.0) -> str | None:
+    """The name of the elected deliverer of webhooks that leads now, or None."""
+    from stock_service.webhooks import ELECTION_PATH
+
+    return singleton_leader(ELECTION_PATH, timeout)
+
+
 def singleton_leader(election_path: str, timeout: float = 3.0) -> str | None:
     """The name of an elected singleton that leads now (the contender whose node is first in
     its election's queue), or None when none is elected or ZooKeeper cannot say."""
@@ -281,3 +288,13 @@ def relay(name: str, host: Host, home: Path, overrides: dict[str, str]) -> Proc:
     argv = [sys.executable, "-m", "stock_service.ledger.relay", "--name", name]
     env = {**base_env(overrides), **topology.RELAY_SETTINGS}
     return Proc(name, host.name, argv, str(folder / "relay.log"), env, identity="relay")
+
+
+def deliverer(name: str, host: Host, home: Path, overrides: dict[str, str]) -> Proc:
+    """An instance of the elected deliverer of webhooks (`python -m
+    stock_service.webhooks.deliverer`, the product's own program), on a stock host."""
+    folder = _folder(home, name)
+    argv = [sys.executable, "-m", "stock_service.webhooks.deliverer", "--name", name]
+    log = str(folder / "deliverer.log")
+    env = {**base_env(overrides), **topology.DELIVERER_SETTINGS}
+    return Proc(name, host.name, argv, log, env, identity="deliverer")

@@ -44,8 +44,14 @@ SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's patroni and its kazoo live there
 WRAPPER = Path(__file__).with_name("patroni_digest.py")
 OPERATOR = f"{netns.SUBNET}.1"  # the bridge's address: the root namespace, the operator
 # role -> its database (the reconcilers read and settle orders; the relays publish the stock
-# outbox)
-SERVICE_ROLES = {"orders": "orders", "stock": "stock", "reconciler": "orders", "relay": "stock"}
+# outbox; the deliverers push it to the webhooks' subscribers)
+SERVICE_ROLES = {
+    "orders": "orders",
+    "stock": "stock",
+    "reconciler": "orders",
+    "relay": "stock",
+    "deliverer": "stock",
+}
 OWNED = ("orders", "stock")
 # With the links delayed (`cluster up --link-delay-ms`, delay_proxy.py): the latency bench's
 # one-database peer logs in as its own role to its own database.

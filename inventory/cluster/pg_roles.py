@@ -29,6 +29,15 @@ RECONCILER_GRANTS = (
 )
 # The relays read the outbox and mark its rows sent: no other table, no other column.
 RELAY_GRANTS = ("GRANT SELECT, UPDATE (sent_at) ON stock_outbox TO relay",)
+# The deliverers of webhooks read the outbox and the subscriptions, note how far each
+# subscription's events were fanned out, and write each event's delivery to each subscriber,
+# pruning the delivered ones after a day (stock_service/webhooks/): the subscriptions
+# themselves are the stock service's to make.
+DELIVERER_GRANTS = (
+    "GRANT SELECT ON stock_outbox TO deliverer",
+    "GRANT SELECT, UPDATE (fanned_to) ON webhook_subscription TO deliverer",
+    "GRANT SELECT, INSERT, UPDATE, DELETE ON webhook_delivery TO deliverer",
+)
 
 
 def create_roles_and_databases(secrets: Secrets) -> None:
@@ -56,12 +65,17 @@ def create_roles_and_databases(secrets: Secrets) -> None:
             )
         conn.execute("GRANT CONNECT ON DATABASE orders TO reconciler")
         conn.execute("GRANT CONNECT ON DATABASE stock TO relay")
+        conn.execute("GRANT CONNECT ON DATABASE stock TO deliverer")
 
 
 def grant_programs(secrets: Secrets) -> None:
     """After the migrations (the tables are the owner roles'): what the reconcilers read and
-    move of the orders, and what the relays read and mark of the stock outbox; nothing else."""
-    for database, grants in (("orders", RECONCILER_GRANTS), ("stock", RELAY_GRANTS)):
+    move of the orders, what the relays read and mark of the stock outbox, and what the
+    deliverers read and write of the webhooks; nothing else."""
+    for database, grants in (
+        ("orders", RECONCILER_GRANTS),
+        ("stock", RELAY_GRANTS + DELIVERER_GRANTS),
+    ):
         with psycopg.connect(libpq(database, secrets), autocommit=True) as conn:
             for grant in grants:
                 conn.execute(grant)

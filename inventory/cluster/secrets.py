@@ -5,7 +5,8 @@ PostgreSQL, made at `cluster up`, kept in one file readable by root alone (0600)
 Who may do what (least privilege):
 - ZooKeeper (digest ACLs, inventory/cluster/zk_acl.py): the stock service creates and deletes
   lock nodes under /inventory/locks, the reconcilers election nodes under /inventory/reconciler,
-  the relays theirs under /inventory/relay, Patroni its keys under /service; everyone else may
+  the relays theirs under /inventory/relay, the deliverers of webhooks theirs under
+  /inventory/webhooks, Patroni its keys under /service; everyone else may
   only read.
 - Redis (ACL users, inventory/cluster/redis_ha.py): the order service sets and deletes flags; the
   reconcilers set them (an undecided order's flag written again before its deduction is retried,
@@ -16,7 +17,8 @@ Who may do what (least privilege):
   default user is off, and no one has a @dangerous command.
 - PostgreSQL (scram-sha-256, inventory/cluster/pg_ha.py): a role per service owning only its
   database; the reconcilers read orders and move their status; the relays read the stock
-  outbox and mark its rows sent, nothing else; the superuser only through the database hosts'
+  outbox and mark its rows sent, nothing else; the deliverers of webhooks read the outbox and
+  the subscriptions, and write the deliveries; the superuser only through the database hosts'
   own socket.
 - The services' admin routes: the admin token, as on a single machine. The stock service's
   own routes (reduceStock, voidFlag, returnStock, stockFlow): a token the order service and
@@ -35,9 +37,18 @@ from urllib.parse import quote
 from inventory.cluster import tls, topology
 
 FILE = "secrets.json"
-ZK_IDENTITIES = ("admin", "stock", "reconciler", "relay", "patroni")
+ZK_IDENTITIES = ("admin", "stock", "reconciler", "relay", "deliverer", "patroni")
 REDIS_USERS = ("order", "stock", "reconciler", "relay", "events", "sentinel", "replica", "monitor")
-PG_ROLES = ("postgres", "replicator", "rewind", "orders", "stock", "reconciler", "relay")
+PG_ROLES = (
+    "postgres",
+    "replicator",
+    "rewind",
+    "orders",
+    "stock",
+    "reconciler",
+    "relay",
+    "deliverer",
+)
 
 
 def _new() -> str:
@@ -137,5 +148,11 @@ class Secrets:
                 **self.zk_tls(),
                 "REDIS_URL": self.redis_url("relay"),  # XADD to the stream, WAIT
                 "STOCK_DATABASE_URL": self.database_url("relay", "stock"),  # the outbox only
+            }
+        if role == "deliverer":  # no Redis: it reads the outbox, not the stream
+            return {
+                "ZK_AUTH": self.zk_auth("deliverer"),  # its election's nodes
+                **self.zk_tls(),
+                "STOCK_DATABASE_URL": self.database_url("deliverer", "stock"),
             }
         raise ValueError(f"no identities for {role!r}")

@@ -1,7 +1,7 @@
 """`inventory cluster status`: each host, what runs on it and in which role now (ZooKeeper leader
 or follower, Redis primary or replica, PostgreSQL primary or synchronous standby, which load
-balancer holds the shared address), the elected reconcilers and relays of the stock events, and
-where the credentials are: their file's path, never their values."""
+balancer holds the shared address), the elected reconcilers, relays of the stock events and
+deliverers of webhooks, and where the credentials are: their file's path, never their values."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from inventory.cluster import balancers, nodes, pg_ha, redis_ha, topology
 from inventory.cluster.deploy import ClusterState
 from inventory.cluster.secrets import FILE
 
-SINGLETONS = {**topology.RECONCILERS, **topology.RELAYS}  # elected programs, not hosts' own
+# elected programs, not hosts' own
+SINGLETONS = {**topology.RECONCILERS, **topology.RELAYS, **topology.DELIVERERS}
 
 
 def singletons(state: ClusterState, where: dict[str, str], leader: str | None) -> list[Any]:
@@ -68,6 +69,7 @@ def status(state: ClusterState) -> dict[str, Any]:
         "secrets_file": str(Path(state.home, FILE)),
         "reconcilers": singletons(state, topology.RECONCILERS, nodes.reconciler_leader()),
         "relays": singletons(state, topology.RELAYS, nodes.relay_leader()),
+        "deliverers": singletons(state, topology.DELIVERERS, nodes.deliverer_leader()),
         "order_url": topology.ORDER_URL,
         "stock_url": topology.STOCK_URL,
         "database": f"{topology.VIP}:{topology.LB_PG_PORT} (haproxy -> the Patroni primary)",

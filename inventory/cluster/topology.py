@@ -2,8 +2,8 @@
 with. No host is single: three ZooKeeper members; two PostgreSQL hosts under Patroni
 (synchronous replication, the primary found through Patroni's REST API); a Redis primary and
 replica watched by three sentinels on other hosts; two stock and two order replicas; two
-reconcilers; two relays of the stock events; two load balancers sharing one address
-(keepalived, VRRP). And one intruder, a host with no credential at all.
+reconcilers; two relays of the stock events; two deliverers of webhooks; two load balancers
+sharing one address (keepalived, VRRP). And one intruder, a host with no credential at all.
 
 Why haproxy in front of each service rather than a list of URLs with failover in the order
 service: the services stay unaware of how many replicas there are; haproxy's health checks take
@@ -88,6 +88,19 @@ RELAYS = {"rel1": "stock1", "rel2": "stock2"}
 # What a relay runs with besides the services' settings: an event is marked sent only once the
 # Redis replica has it too, so a Sentinel failover loses none (the relay's docstring).
 RELAY_SETTINGS = {"STOCK_EVENTS_MIN_REPLICAS": "1"}
+# The elected deliverers of webhooks (stock_service/webhooks/deliverer.py): one on each stock
+# host, beside the relays.
+DELIVERERS = {"wh1": "stock1", "wh2": "stock2"}
+# What a deliverer runs with besides the services' settings: retries within seconds, not
+# minutes, and enough of them that a receiver down for a fault's hold (a few seconds; a
+# PostgreSQL failover stops the deliverer too) is waited for rather than dead-lettered.
+DELIVERER_SETTINGS = {
+    "WEBHOOK_BACKOFF_SECONDS": "0.5",
+    "WEBHOOK_MAX_BACKOFF_SECONDS": "4",
+    "WEBHOOK_MAX_ATTEMPTS": "30",
+    "WEBHOOK_TIMEOUT_SECONDS": "3",
+    "WEBHOOK_WORKERS": "16",  # the run's one subscription may have 8 in flight
+}
 EVENTS_STREAM = "inventory:stock-events"  # STOCK_EVENTS_STREAM's default, which the cluster keeps
 
 # What the replicas run with, besides the addresses. Shorter than the single-node defaults so
@@ -104,6 +117,9 @@ SERVICE_SETTINGS = {
     # two flag writes of 6 + 5 s, two rounds of calls of 12 + 4 s, the polls 3.5 + 4 x 4 s, a
     # void 12 + 4 s, 5 s for the databases), looking every 2 s.
     "RECONCILE_INTERVAL": "2",
+    # The cluster's hosts are on a private subnet, and so is a receiver of its webhooks (the
+    # chaos run's, inventory/chaos/webhooks/): subscribing to a private address is allowed.
+    "WEBHOOK_ALLOW_PRIVATE": "true",
 }
 # Seconds after the load ends by which the cluster must settle every order: the last orders
 # are taken once 94.5 s old, and a pass runs every 2 s.

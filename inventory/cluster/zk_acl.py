@@ -10,6 +10,7 @@ identity may do everything, everyone else may read). So:
     /inventory/locks        stock: create, delete (and the rest); everyone reads
     /inventory/reconciler   reconciler: the election's nodes; everyone reads
     /inventory/relay        relay: the stock events relays' election; everyone reads
+    /inventory/webhooks     deliverer: the webhook deliverers' election; everyone reads
     /service                patroni: its leader key, members, sync state; everyone reads
 
 Reading stays open: lock queues, the election and Patroni's state name no secret, and the
@@ -35,6 +36,7 @@ LAYOUT = {
     "/inventory/locks": "stock",
     "/inventory/reconciler": "reconciler",
     "/inventory/relay": "relay",
+    "/inventory/webhooks": "deliverer",
     "/service": "patroni",
 }
 

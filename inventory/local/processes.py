@@ -1,6 +1,8 @@
 """The stack's own processes: both services under gunicorn, each on a port it is seen to bind,
-and the elected singletons (the reconcilers, the relays of stock events), each the product's
-own program given the stack's settings in its environment."""
+and the elected singletons (the reconcilers, the relays of stock events, the deliverers of
+webhooks), each the product's own program given the stack's settings in its environment (the
+caller's environment under them: WEBHOOK_ALLOW_PRIVATE and the retry settings a user set reach
+the stock service and the deliverers)."""
 
 from __future__ import annotations
 
@@ -89,16 +91,21 @@ def start_listening(
     raise ServerError(f"{module}: no port could be bound in {attempts} attempts (log: {log})")
 
 
+# The elected singletons: the name `up` gives their instances (reconciler1, ...), their module.
+SINGLETONS = {
+    "reconciler": "order_service.settling.reconciler",
+    "relay": "stock_service.ledger.relay",
+    "deliverer": "stock_service.webhooks.deliverer",
+}
+
+
 def start_singletons(
     program: str, count: int, home: Path, service_env: dict[str, str], started: dict[str, int]
 ) -> None:
     """`count` instances of an elected singleton, the product's own program (reconciler:
-    order_service/settling/reconciler.py; relay: stock_service/ledger/relay.py), given the
-    stack's settings in its environment."""
-    module = {
-        "reconciler": "order_service.settling.reconciler",
-        "relay": "stock_service.ledger.relay",
-    }[program]
+    order_service/settling/reconciler.py; relay: stock_service/ledger/relay.py; deliverer:
+    stock_service/webhooks/deliverer.py), given the stack's settings in its environment."""
+    module = SINGLETONS[program]
     for i in range(1, count + 1):
         started[f"{program}{i}"] = servers.spawn(
             [sys.executable, "-m", module, "--name", f"{program}{i}"],

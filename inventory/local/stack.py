@@ -8,8 +8,9 @@ ZK_HOSTS, REDIS_URL, ORDER_DATABASE_URL and STOCK_DATABASE_URL point it at real 
 
 `up` is its steps, in order, each a function named for what it does: refuse what the services
 would refuse, or a stack running with other settings; start the lock and flag servers unless
-given (lock_servers.py); record the state; migrate; start the services, then the reconcilers
-and the relays of stock events;
+given (lock_servers.py); record the state; migrate; start the services, then the reconcilers,
+the relays of stock events and the deliverers of webhooks (each given the caller's environment
+under the stack's settings: WEBHOOK_ALLOW_PRIVATE=true lets a receiver on 127.0.0.1 subscribe);
 wait until the services are healthy; start monitoring when asked. Whatever a step started is
 stopped if a later one fails.
 """
@@ -34,6 +35,7 @@ from inventory.local.lock_servers import (
 )
 from inventory.local.monitoring import INSTALL_HINT, scrape_config, start_prometheus, static_targets
 from inventory.local.processes import (
+    SINGLETONS,
     start_services,
     start_singletons,
     wait_until_the_services_are_healthy,
@@ -66,11 +68,12 @@ def up(
     reconcilers: int = 0,
     relays: int = 0,
     monitoring: bool = False,
+    deliverers: int = 0,
 ) -> StackState:
-    """Start the stack; `reconcilers` instances of the elected reconciler and `relays` of the
-    relay of stock events with it (the CLI's `inventory up` starts two of each; the stacks of
-    tests, demos and benches none unless they ask); with `monitoring`, a prometheus scraping
-    both services."""
+    """Start the stack; `reconcilers` instances of the elected reconciler, `relays` of the
+    relay of stock events and `deliverers` of the deliverer of webhooks with it (the CLI's
+    `inventory up` starts two of each; the stacks of tests, demos and benches none unless they
+    ask); with `monitoring`, a prometheus scraping both services."""
     home = home or home_dir()
     if monitoring and shutil.which("prometheus") is None:
         raise SettingsError(INSTALL_HINT)
@@ -99,6 +102,7 @@ def up(
         service_env = start_services(state, env, started)
         start_singletons("reconciler", reconcilers, home, service_env, started)
         start_singletons("relay", relays, home, service_env, started)
+        start_singletons("deliverer", deliverers, home, service_env, started)
         save_state(state)
         wait_until_the_services_are_healthy(state, started)
         if monitoring:
@@ -194,7 +198,7 @@ def down(home: Path | None = None, say: Any = print) -> list[str]:
         return []
     stopped = []
     # Services first, so they do not log the loss of their dependencies while stopping.
-    singletons = [n for n in state.pids if n.startswith(("reconciler", "relay"))]
+    singletons = [n for n in state.pids if n.startswith(tuple(SINGLETONS))]
     lock_servers = [n for n in state.pids if n.startswith("redlock")]
     for name in (
         "prometheus",

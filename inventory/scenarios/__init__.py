@@ -7,7 +7,7 @@ takes seconds, not minutes) in a temporary home, and stops it afterwards. rig.py
 they share; retries.py, holders.py, leader_loss.py and the others the scenarios
 (locations.py, with shelves.py, a story of stock in several places rather than a fault;
 backorders.py, with waiting.py, of backorders and reservations; flash_sale.py, with clicks.py,
-of a sale with a limit per buyer).
+of a sale with a limit per buyer; webhooks.py, of the stock events pushed to a receiver).
 
 SCENARIOS is the one list of them: the command's choices, `make demo SCENARIO=...` and the
 table of docs/scenarios.md come from it or are checked against it. It imports none of them
@@ -140,6 +140,13 @@ SCENARIOS = (
         "flash_sale",
         "100 units, a limit of 1 per buyer, 500 buyers, 50 of them clicking five times at "
         "once: 100 buyers served, one each, every repeat click its order or a refusal",
+    ),
+    Scenario(
+        "webhooks",
+        "webhooks",
+        "webhooks",
+        "the stock events pushed to a receiver, signed: 503s retried, in seq order per goods id, "
+        "one dead-lettered then replayed, none lost",
     ),
 )
 NAMES = tuple(s.name for s in SCENARIOS)

@@ -71,7 +71,7 @@ class Story:
 
 @contextmanager
 def scenario_stack(
-    name: str, env: Mapping[str, str] | None = None, reconcilers: int = 0
+    name: str, env: Mapping[str, str] | None = None, reconcilers: int = 0, deliverers: int = 0
 ) -> Iterator[stack_state.StackState]:
     with temporary_home(name) as home:
         state = stack.up(
@@ -79,6 +79,7 @@ def scenario_stack(
             extra_env={**SCENARIO_ENV, **(env or {})},
             say=lambda *_: None,
             reconcilers=reconcilers,
+            deliverers=deliverers,
         )
         try:
             yield state

@@ -1,9 +1,9 @@
 """Which settings each program reads: the order service, the stock service, the elected
-reconciler and the relay of stock events. Each program starts from its own (the variables of
-the others are not even read from its environment) and refuses only its own bad values
-(shared/config/settings_checks.py): a RECONCILE_OLDER_THAN below the budget stops the reconcilers,
-not the services; a LOCK_BACKEND=redlock with two REDLOCK_URLS stops the stock service, not the
-relay. The parts are composed, each the settings of one thing a program does.
+reconciler, the relay of stock events and the webhook deliverer. Each program starts from its
+own (the variables of the others are not even read from its environment) and refuses only its
+own bad values (shared/config/settings_checks.py): a RECONCILE_OLDER_THAN below the budget stops
+the reconcilers, not the services; a LOCK_BACKEND=redlock with two REDLOCK_URLS stops the stock
+service, not the relay. The parts are composed, each the settings of one thing a program does.
 tests/unit/test_program_settings.py holds each list against the settings its program's code reads,
 and docs/configuration.md against the lists."""
 
@@ -71,6 +71,17 @@ EVENTS = (
     "stock_events_min_replicas",
     "stock_events_poll",
 )
+WEBHOOKS = (
+    "webhook_allow_private",
+    "webhook_max_attempts",
+    "webhook_max_age_seconds",
+    "webhook_timeout_seconds",
+    "webhook_backoff_seconds",
+    "webhook_max_backoff_seconds",
+    "webhook_poll_seconds",
+    "webhook_workers",
+    "webhook_metrics_port",
+)
 
 PROGRAMS: dict[str, frozenset[str]] = {
     "order service": frozenset(
@@ -100,6 +111,7 @@ PROGRAMS: dict[str, frozenset[str]] = {
             "stock_events",
             "stock_service_token",
             "admin_token",
+            "webhook_allow_private",  # POST /subscriptions refuses private addresses
             *LIMITS,
             "max_stock_level",
             *SCHEMA,
@@ -120,4 +132,5 @@ PROGRAMS: dict[str, frozenset[str]] = {
         )
     ),
     "relay": frozenset(("stock_database_url", *DATABASE, "redis_url", *EVENTS, *ELECTION, *LOGS)),
+    "webhook deliverer": frozenset(("stock_database_url", *DATABASE, *WEBHOOKS, *ELECTION, *LOGS)),
 }

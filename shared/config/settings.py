@@ -115,6 +115,23 @@ class Settings:
     # Sentinel failover lose them (replication is asynchronous); 0 does not wait.
     stock_events_min_replicas: int = 0
     stock_events_poll: float = 0.05  # seconds between the relay's looks at an empty outbox
+    # Webhooks (docs/webhooks.md): the stock events POSTed, signed, to the subscriptions' URLs by
+    # the elected deliverer. A URL whose host resolves to a loopback, private, link-local,
+    # multicast, unspecified or reserved address is refused (at POST /subscriptions, and again
+    # before each delivery) unless WEBHOOK_ALLOW_PRIVATE: a subscription must not make the
+    # service a way into the network it sits in.
+    webhook_allow_private: bool = False
+    # A failing delivery is tried again after a jittered, doubling wait (BACKOFF_SECONDS at
+    # first, at most MAX_BACKOFF_SECONDS), and given up (dead, listed for a replay) after
+    # MAX_ATTEMPTS tries or once its first try is MAX_AGE_SECONDS old, whichever comes first.
+    webhook_max_attempts: int = 8
+    webhook_max_age_seconds: float = 86_400.0
+    webhook_timeout_seconds: float = 5.0  # a POST's connect, its send, and each wait to read
+    webhook_backoff_seconds: float = 1.0
+    webhook_max_backoff_seconds: float = 300.0
+    webhook_poll_seconds: float = 0.2  # between the deliverer's looks when nothing is due
+    webhook_workers: int = 8  # POSTs in flight at once; one subscription takes half at most
+    webhook_metrics_port: int = 0  # the deliverer's /metrics (prometheus_client); 0: none
     # Protection against a stale lock holder: the fencing token on each stock row, and the
     # check of the lock's connection state before commit. Off only to show what it prevents.
     fencing: bool = True

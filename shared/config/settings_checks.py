@@ -165,6 +165,21 @@ CHECKS = (
             "gives up on it"
         ),
     ),
+    _positive("webhook_max_attempts", at_least=1),
+    _positive("webhook_max_age_seconds"),
+    _positive("webhook_timeout_seconds"),
+    _positive("webhook_backoff_seconds"),
+    _positive("webhook_poll_seconds"),
+    _positive("webhook_workers", at_least=1),
+    _not_negative("webhook_metrics_port"),
+    Check(
+        frozenset({"webhook_max_backoff_seconds"}),
+        lambda s: (
+            None
+            if s.webhook_max_backoff_seconds >= s.webhook_backoff_seconds
+            else "WEBHOOK_MAX_BACKOFF_SECONDS must be at least WEBHOOK_BACKOFF_SECONDS"
+        ),
+    ),
     _not_negative("stock_call_retries"),
     _not_negative("stock_events_min_replicas"),
     Check(

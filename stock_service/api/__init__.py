@@ -16,6 +16,7 @@ Above the capabilities: each route checks its input and calls one of them, nothi
     waits.py             every route's waits for a lock, and the 503 of a full queue
     admin.py             the admin routes' guard, and the service routes'
     deps.py              StockDeps: what the handlers need, built by create_app
+    subscriptions/       the webhooks' subscriptions, dead letters and replays (admin)
 """
 
 from stock_service.api.admin import admin_auth, service_guard
@@ -27,6 +28,7 @@ from stock_service.api.locations import location_routes
 from stock_service.api.schemas import input_models
 from stock_service.api.settle import settle_routes
 from stock_service.api.stock import SERVICE_ROUTES, stock_routes
+from stock_service.api.subscriptions import subscription_routes
 from stock_service.api.transfers import transfer_routes
 
 __all__ = [
@@ -41,5 +43,6 @@ __all__ = [
     "service_guard",
     "settle_routes",
     "stock_routes",
+    "subscription_routes",
     "transfer_routes",
 ]

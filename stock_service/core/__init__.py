@@ -14,6 +14,7 @@ says in one transaction.
 """
 
 from stock_service.core.backorders import Backorders, Waiting
+from stock_service.core.ledger_lines import EVENT_KINDS
 from stock_service.core.model import (
     REASONS,
     Adjustment,
@@ -33,6 +34,7 @@ from stock_service.core.writes import BatchState, BatchWrites, attach_flows, bat
 __all__ = [
     "DEFAULT",
     "DEFAULT_PLACE",
+    "EVENT_KINDS",
     "IN_TRANSIT",
     "REASONS",
     "Adjustment",

@@ -7,6 +7,6 @@ Reads what the deductions' commits wrote (never writes a level); its relay is a 
 """
 
 from stock_service.ledger.history import Ledger
-from stock_service.ledger.outbox import events_after, last_event_id
+from stock_service.ledger.outbox import event_fields, events_after, last_event_id
 
-__all__ = ["Ledger", "events_after", "last_event_id"]
+__all__ = ["Ledger", "event_fields", "events_after", "last_event_id"]

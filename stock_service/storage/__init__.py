@@ -1,7 +1,8 @@
 """The stock database: its tables, and the reads and writes of one hold's batch in it.
 Below the capabilities beside the pure core/: it knows rows and statements, never the lock.
 
-    tables.py           the schema (levels, ledger, decisions, outbox, locations, backorders)
+    tables.py           the schema (levels, ledger, decisions, outbox, locations, backorders,
+                        webhooks)
     statements.py       the hot path's statements, built once
     store.py            StockStore: a batch's read under its hold, the settling reads, and
                         StockWrite: the statements of one write transaction
@@ -28,6 +29,8 @@ from stock_service.storage.tables import (
     stock_return,
     stock_transfer,
     stock_transfer_leg,
+    webhook_delivery,
+    webhook_subscription,
 )
 
 __all__ = [
@@ -50,6 +53,8 @@ __all__ = [
     "stock_return",
     "stock_transfer",
     "stock_transfer_leg",
+    "webhook_delivery",
+    "webhook_subscription",
     "write_backorders",
     "write_moves",
     "write_named",

@@ -281,3 +281,41 @@ backorder_fill = Table(
     UniqueConstraint("goods_id", "seq", name="uq_backorder_fill_goods_seq"),
     Index("ix_backorder_fill_flag", "flag"),
 )
+
+# --- Webhooks (docs/webhooks.md) ---------------------------------------------------------------
+# A receiver of the stock events over HTTP: where to POST, the secret the bodies are signed
+# with, which kinds and goods ids it wants (empty: all), and how far the deliverer has fanned
+# the outbox out to it (`fanned_to`: every outbox row up to this id has its delivery row, or did
+# not match). A subscription sees the events written after it was made.
+webhook_subscription = Table(
+    "webhook_subscription",
+    metadata,
+    Column("id", Exact(NEW_ID), primary_key=True),
+    Column("url", String(2048), nullable=False),
+    Column("secret", String(256), nullable=False),
+    Column("kinds", String(200), nullable=False),  # comma-joined; empty: every kind
+    Column("goods_ids", joined_text(), nullable=False),  # comma-joined; empty: every goods id
+    Column("fanned_to", BigInteger, nullable=False),
+    Column("created_at", Timestamp, nullable=False),
+)
+
+# One event to one subscription: pending until a 2xx (delivered) or given up (dead). Per
+# (subscription, goods id) only the lowest pending event is tried, so each goods id's events
+# arrive in seq order; the others go on meanwhile.
+webhook_delivery = Table(
+    "webhook_delivery",
+    metadata,
+    Column("subscription_id", Exact(NEW_ID), primary_key=True),
+    Column("event_id", BigInteger, primary_key=True, autoincrement=False),  # stock_outbox.id
+    Column("goods_id", Exact(IDENTIFIER), nullable=False),
+    Column("seq", BigInteger, nullable=False),
+    Column("kind", String(16), nullable=False),
+    Column("state", String(16), nullable=False),  # pending, delivered, dead
+    Column("attempts", Integer, nullable=False),
+    Column("next_attempt_at", Timestamp, nullable=False),
+    Column("last_error", String(200), nullable=True),
+    Column("first_tried_at", Timestamp, nullable=True),
+    Column("done_at", Timestamp, nullable=True),  # delivered or dead
+    Index("ix_webhook_delivery_line", "state", "subscription_id", "goods_id", "event_id"),
+    Index("ix_webhook_delivery_due", "state", "next_attempt_at"),
+)

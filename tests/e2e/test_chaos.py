@@ -94,6 +94,9 @@ def test_status_names_every_host_and_its_role_now(cluster: Path) -> None:
     relays = json.loads(status.stdout)["relays"]  # the stock events' relays, one leading
     assert sorted(r["host"] for r in relays) == ["stock1", "stock2"]
     assert all(r["running"] for r in relays) and sum(r["leader"] for r in relays) == 1
+    deliverers = json.loads(status.stdout)["deliverers"]  # the webhooks' deliverers, one leading
+    assert sorted(d["host"] for d in deliverers) == ["stock1", "stock2"]
+    assert all(d["running"] for d in deliverers) and sum(d["leader"] for d in deliverers) == 1
 
 
 def test_credentials_are_in_one_private_file_and_nowhere_else(cluster: Path) -> None:
@@ -278,6 +281,7 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
         "kill-reconciler-leader",
         "kill-relay-leader",
         "slow-first-attempts",
+        "kill-webhook-receiver",
         "intruder",
     ]
     assert result["orders"] >= 500 and result["confirmed"] > 0
@@ -382,6 +386,15 @@ def test_quick_chaos_is_valid(cluster: Path) -> None:
     print(f"buyer limits {limited}")
     assert checks["PB"]["verdict"] == "valid", checks["PB"]
     assert limited["placed"] > 0 and limited["refused_limit"] > 0, limited
+    # Webhooks through every fault: the receiver on order2, killed and restarted on its log,
+    # got every outbox row of the run's goods ids signed (or it is dead-lettered), the first
+    # receipts of each goods id in seq order, no bad signature (W1); the receiver is gone after.
+    hooks = result["webhooks"]
+    print(f"webhooks: {hooks}")
+    assert checks["W1"]["verdict"] == "valid", checks["W1"]
+    assert hooks["restarts"] >= 1 and hooks["delivered"] == hooks["rows"] - hooks["dead"], hooks
+    assert hooks["rows"] > result["orders"], hooks
+    assert "webhook-receiver" not in state.procs
     relay = next(f["what"] for f in result["faults"] if f["name"] == "kill-relay-leader")
     assert "relay leader rel" in relay and "leading now: rel" in relay, relay
     # Every intrusion attempt refused, and there were attempts on every part.
@@ -445,7 +458,9 @@ def test_without_fencing_a_worker_paused_inside_its_write_loses_an_update(cluste
     # allocation decided on a stale read (L1, L5: seen here once, beside I1), or a line served
     # out of order or past the cap (B1/B2). Either way the checker must say so: exit 1 exactly
     # when some check is violated, each violation one of those, and a valid run has none.
-    stale_write_checks = {"I1", "I3", "I10", "L1", "L2", "L4", "L5", "B1", "B2"}
+    # W1 beside I10: a goods id's events out of seq order in the outbox reach the webhooks'
+    # receiver in that order too (the deliverer sends a goods id's events in outbox order).
+    stale_write_checks = {"I1", "I3", "I10", "W1", "L1", "L2", "L4", "L5", "B1", "B2"}
     assert run.returncode in (0, 1), run.stdout + run.stderr
     result = json.loads((folder / "report.json").read_text())
     assert "inside its write transaction" in result["faults"][0]["what"], result["faults"]

@@ -99,14 +99,16 @@ def test_two_hundred_buyers_of_forty_units_over_gunicorn(
     running_stack: stack_state.StackState,
 ) -> None:
     state = running_stack
-    # zookeeper, redis, one gunicorn master per service, the two elected reconcilers and the
-    # two elected relays of stock events
+    # zookeeper, redis, one gunicorn master per service, the two elected reconcilers, the
+    # two elected relays of stock events and the two elected deliverers of webhooks
     assert sorted(state.pids) == sorted(
         ["zookeeper", "redis", "stock_service", "order_service"]
-        + [name for name in state.pids if name.startswith(("reconciler", "relay"))]
+        + [name for name in state.pids if name.startswith(("reconciler", "relay", "deliverer"))]
     )
     assert sum(name.startswith("reconciler") for name in state.pids) == 2
     assert sum(name.startswith("relay") for name in state.pids) == 2
+    deliverers = [pid for name, pid in state.pids.items() if name.startswith("deliverer")]
+    assert len(deliverers) == 2 and all(pid_alive(pid) for pid in deliverers)
     settings = settings_of(state)
     httpx.put(
         f"{state.stock_url}/stock/e2e-phone",

@@ -46,6 +46,7 @@ from stock_service.core.model import REASONS
 from stock_service.core.places import units_text
 from stock_service.core.transfers import IN_TRANSIT, RECEIVED
 from stock_service.storage.tables import metadata as stock_metadata
+from stock_service.webhooks import MAX_URL, SECRET_MAX
 from tests.conftest import unique
 
 ORDER_STATUSES = (
@@ -88,6 +89,16 @@ WORDS: dict[tuple[str, str], tuple[str, ...]] = {
     ("orders", "fill_mode"): FILLS,
     ("reconciler_fence", "name"): ("reconciler",),
     ("reservations", "state"): (PENDING, HELD, FAILED, CONSUMED, RELEASED, EXPIRED),
+    ("webhook_delivery", "kind"): EVENT_KINDS,
+    ("webhook_delivery", "state"): ("pending", "delivered", "dead"),
+}
+# Free text the code bounds by a rule of its own (stock_service/webhooks): a subscription's URL
+# and secret, its kinds joined, a delivery's last error (cut). The longest is written.
+BOUNDED = {
+    ("webhook_subscription", "url"): MAX_URL,
+    ("webhook_subscription", "secret"): SECRET_MAX,
+    ("webhook_subscription", "kinds"): len(",".join(EVENT_KINDS)),
+    ("webhook_delivery", "last_error"): CUT,
 }
 TABLES = [*stock_metadata.sorted_tables, *lock_metadata.sorted_tables]
 TABLES += order_metadata.sorted_tables
@@ -125,13 +136,16 @@ JOINED = {
     ("stock_outbox", "location"),
     ("backorder_fill", "location"),
     ("reservations", "allocations"),
+    ("webhook_subscription", "goods_ids"),
 }
 
 
 def kind(table: sa.Table, column: sa.Column[Any]) -> str:
-    """exact (an identifier, reference or key), reason, word, or joined."""
+    """exact (an identifier, reference or key), reason, word, bounded, or joined."""
     if (table.name, column.name) in JOINED:
         return "joined"
+    if (table.name, column.name) in BOUNDED:
+        return "bounded"
     if column.name == "reason" and table.name in REASONS_CUT:
         return "reason"
     if (table.name, column.name) in WORDS:
@@ -168,7 +182,10 @@ def row(table: sa.Table, world: str, stem: str) -> dict[str, Any]:
     for column in table.columns:
         kind_of = isinstance(column.type, sa.String | Exact) and kind(table, column)
         if column.primary_key and isinstance(column.type, sa.Integer):
-            continue  # numbered by the database
+            if column.autoincrement is not False:
+                continue  # numbered by the database
+            values[column.name] = LIMITS.max_stock_level  # a number the code gives (an id)
+            continue
         if kind_of == "exact":
             length = column.type.length
             assert length is not None
@@ -177,6 +194,8 @@ def row(table: sa.Table, world: str, stem: str) -> dict[str, Any]:
             values[column.name] = f"transfer t{stem} (Café ☃😀 ".ljust(CUT, "é")
         elif kind_of == "word":
             values[column.name] = max(WORDS[(table.name, column.name)], key=len)
+        elif kind_of == "bounded":
+            values[column.name] = "😀".ljust(BOUNDED[(table.name, column.name)], "é")
         elif kind_of == "joined":
             big = world == "first"
             if table.name == "reservations":
@@ -204,6 +223,8 @@ def test_every_text_column_is_known_and_declared_long_enough() -> None:
             assert declared is not None and longest <= declared, name
         elif found == "reason":
             assert declared == CUT, name
+        elif found == "bounded":
+            assert declared is not None and BOUNDED[(table.name, column.name)] <= declared, name
         elif found == "joined":
             assert isinstance(column.type, sa.Text), name  # LONGTEXT on MySQL and MariaDB
         else:

@@ -50,8 +50,16 @@ def test_every_program_of_a_skewed_host_runs_on_its_clock_and_no_other(tmp_path:
     offsets = skew.offsets(1)
     state = _state(tmp_path, offsets)
     programs = deploy._services(state, {"FAULT_INJECTION": "true"})
-    # The replicas under gunicorn, the reconcilers and the relays: each on its host's clock.
-    assert {p.name for p in programs} == ORDER_AND_STOCK | {"rec1", "rec2", "rel1", "rel2"}
+    # The replicas under gunicorn, the reconcilers, the relays and the deliverers of webhooks:
+    # each on its host's clock.
+    assert {p.name for p in programs} == ORDER_AND_STOCK | {
+        "rec1",
+        "rec2",
+        "rel1",
+        "rel2",
+        "wh1",
+        "wh2",
+    }
     for proc in programs:
         env = proc.env
         assert env["FAKETIME"] == skew.spec(offsets[proc.host]), proc.name

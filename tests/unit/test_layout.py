@@ -71,7 +71,7 @@ LAYERS = {
     "stock_service": Layers(
         wiring=("app",),
         api=("api",),
-        capabilities=("deduction", "ledger", "locations"),
+        capabilities=("deduction", "ledger", "locations", "webhooks"),
         base=("core", "storage"),
     ),
 }

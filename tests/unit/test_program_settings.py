@@ -19,6 +19,7 @@ ENTRIES = {
     "stock service": "stock_service.app",
     "reconciler": "order_service.settling.reconciler",
     "relay": "stock_service.ledger.relay",
+    "webhook deliverer": "stock_service.webhooks.deliverer",
 }
 PRODUCT = ("order_service", "stock_service", "shared", "coordination")
 # What a method of Settings reads, for the code that calls the method.
@@ -40,7 +41,8 @@ FIELDS = {f.name for f in fields(Settings)}
         ({"LOCK_BACKEND": "redlock", "REDLOCK_URLS": "redis://a:1/0"}, {"stock service"}),
         ({"ORDER_BATCH_MAX": "0"}, {"order service"}),
         ({"STOCK_EVENTS_POLL": "0"}, {"relay"}),
-        ({"ZK_AUTH": "no-colon"}, {"stock service", "reconciler", "relay"}),
+        ({"ZK_AUTH": "no-colon"}, {"stock service", "reconciler", "relay", "webhook deliverer"}),
+        ({"WEBHOOK_MAX_ATTEMPTS": "0"}, {"webhook deliverer"}),
         ({"LOG_FORMAT": "xml"}, set(PROGRAMS)),
     ],
 )

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     status = cluster_status(state)
     print_cluster(status, as_json=args.json)
     running = [h["running"] for h in status["hosts"]] + [
-        r["running"] for r in [*status["reconcilers"], *status["relays"]]
+        r["running"] for r in [*status["reconcilers"], *status["relays"], *status["deliverers"]]
     ]
     return 0 if all(running) else 1
 
@@ -127,7 +127,7 @@ def print_cluster(status: dict[str, object], as_json: bool) -> None:
             "yes" if h["running"] else "NO",
         )
     console.print(table)
-    for kind in ("reconcilers", "relays"):
+    for kind in ("reconcilers", "relays", "deliverers"):
         for r in status.get(kind, []):  # type: ignore[attr-defined]
             role = "leads" if r["leader"] else "stands by"
             running = "running" if r["running"] else "NOT RUNNING"

@@ -37,6 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="instances of the relay of stock events (one leads, the others stand by)",
     )
     parser.add_argument(
+        "--deliverers",
+        type=at_least(0),
+        default=2,
+        help="instances of the deliverer of webhooks (one leads, the others stand by); "
+        "WEBHOOK_ALLOW_PRIVATE=true in the environment lets a receiver on 127.0.0.1 subscribe",
+    )
+    parser.add_argument(
         "--monitoring",
         action="store_true",
         help="also start Debian's prometheus, scraping both services (its URL in the status)",
@@ -50,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             threads=args.threads,
             reconcilers=args.reconcilers,
             relays=args.relays,
+            deliverers=args.deliverers,
             monitoring=args.monitoring,
             say=console.print,
         )

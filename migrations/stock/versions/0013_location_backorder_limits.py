@@ -7,7 +7,7 @@ The new columns are identifiers compared exactly on MySQL and MariaDB (binary, N
 revision stock_0011 made the others.
 
 Revision ID: stock_0013
-Revises: stock_0011
+Revises: stock_0012
 Create Date: 2026-12-06
 """
 
@@ -18,7 +18,7 @@ from alembic import op
 from sqlalchemy.engine import Dialect
 
 revision = "stock_0013"
-down_revision = "stock_0011"
+down_revision = "stock_0012"
 branch_labels = None
 depends_on = None
 
