@@ -32,7 +32,7 @@ from stock_service.storage.tables import stock_outbox, webhook_delivery, webhook
 from stock_service.webhooks import deliverer, serve, verify
 from stock_service.webhooks.deliveries import prune
 from tests.conftest import ADMIN, BACKENDS, make_settings, unique
-from tests.fresh_database import backend_of, fresh_database
+from tests.fresh_database import fresh_database
 from tests.helpers import Services, running_services
 
 WAIT = 20.0  # seconds any one delivery may take to show, at most (they take milliseconds)
@@ -411,15 +411,14 @@ def test_a_deleted_subscription_gets_nothing_more(
     assert left == 0  # its pending deliveries went with it
 
 
+# The servers only: SQLite lets one writer at a time, so no later id can commit first.
+@pytest.mark.parametrize("database", ["postgresql", "mysql"], indirect=True)
 def test_an_event_committed_after_a_later_id_is_delivered_too(
     services: Services, deliverers: Deliverers, receiver: Receiver
 ) -> None:
     """Ids are given at insert: a writer paused inside its transaction commits its event
     after a later id was read and delivered. The cursor waits before the hole (its rows are
     young), so the late event is fanned out and delivered when it commits."""
-    # The servers only: SQLite lets one writer at a time, so no later id can commit first.
-    if backend_of(services.settings.stock_database_url) not in ("postgresql", "mysql"):
-        pytest.skip("a later id commits first only where writers run at once")
     late, early = unique("late"), unique("early")
     subscribe(services, receiver.url, goodsIds=[late, early])
     deliverers.start(unique("d"))
