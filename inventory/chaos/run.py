@@ -48,7 +48,7 @@ from inventory.chaos import (
 from inventory.chaos.settlement import wait_for_settlement
 from inventory.chaos.stock_side import StockSide
 from inventory.chaos.webhooks import subscriber as webhook_receiver
-from inventory.chaos.webhooks.subscriber import WebhookSide
+from inventory.chaos.webhooks.subscriber import WebhookSide, subscribed
 from inventory.chaos.workload import NORMAL, Workload, make_goods
 from inventory.cluster import deploy, pg_ha, skew, topology
 from shared.database.engines import make_engine, utcnow
@@ -115,7 +115,7 @@ def _run(
         f"cz{config.seed}{uuid.uuid4().hex[:5]}-", hot_stock=expected // 8, scarce=scarce
     )
     side = StockSide(state, goods, config.seed)
-    hooks = WebhookSide(state, goods.prefix)
+    hooks = WebhookSide(state, goods.prefix, subscribed(goods))
     try:
         return _under_load(state, config, say, rng, goods, side, hooks, told)
     finally:

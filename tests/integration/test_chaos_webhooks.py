@@ -18,6 +18,8 @@ import pytest
 from inventory.chaos.verdict import VALID, VIOLATED
 from inventory.chaos.webhooks.check import judge, verdict
 from inventory.chaos.webhooks.receipts import Receipt, ReceiptLog, read_receipts, receipt_of
+from inventory.chaos.webhooks.subscriber import subscribed
+from inventory.chaos.workload import make_goods
 from inventory.check.events import OutboxRow
 from inventory.check.events_source import read_outbox
 from inventory.local.servers import free_port, port_open, wait_until
@@ -80,6 +82,30 @@ def test_an_event_that_is_no_row_of_the_outbox_is_invented() -> None:
     moved = Receipt(2, "b", 7, "adjusted", True, 200)  # row 2's id, another seq
     judged = judge(ROWS, [moved, *map(got, ROWS)], dead=())
     assert judged.invented == ["#2 b seq 7: its row is b seq 1"]
+
+
+def test_a_subscription_naming_goods_ids_owes_only_theirs_and_gets_no_other() -> None:
+    """A subscription with a goodsIds filter: the rows of the other goods ids are owed to no
+    one, and a delivery of one of them is a violation (the filter did not hold)."""
+    only_a = [got(r) for r in ROWS if r.goods_id == "a"]
+    judged = judge(ROWS, only_a, dead=(), subscribed=["a"])
+    assert judged.violations == [] and judged.numbers["rows"] == 3
+    assert [v.split(":")[0] for v in judge(ROWS, only_a, dead=()).lost] == [
+        "#2 b seq 1 adjusted",
+        "#5 b seq 2 deducted",
+    ]
+    judged = judge(ROWS, [*only_a, got(ROWS[1])], dead=(), subscribed=["a"])
+    assert judged.invented == ["#2 b seq 1: not subscribed"]
+
+
+def test_the_runs_subscription_names_every_kind_of_goods_and_a_share_of_the_rest() -> None:
+    goods = make_goods("w1-", hot=2, others=10, big=10, located=1, owed=1, reserved=1, limited=1)
+    named = subscribed(goods)
+    kinds = [goods.hot, goods.scarce, goods.located, goods.owed, goods.reserved, goods.limited]
+    assert all(g in named for kind in kinds for g in kind)
+    assert 0 < len(set(named) & set(goods.others)) < len(goods.others)
+    assert 0 < len(set(named) & set(goods.big)) < len(goods.big)
+    assert len(named) <= 1000  # the most goods ids a subscription may name
 
 
 def event_body(row: OutboxRow) -> bytes:

@@ -1,10 +1,11 @@
 """W1, the webhook deliveries: a pure function over what the receiver logged, the outbox of the
 run's goods ids and the subscription's dead letters (GET /subscriptions/{id}/failed).
 
-- every outbox row of the run's goods ids was delivered at least once with a good signature
-  (answered 2xx) or is dead-lettered: none lost;
+- every outbox row of the subscribed goods ids was delivered at least once with a good
+  signature (answered 2xx) or is dead-lettered: none lost;
 - no delivery carried a bad signature, nor an event that is no outbox row of the run (an id the
-  outbox lacks, or a goods id or seq other than its row's);
+  outbox lacks, or a goods id or seq other than its row's), nor one of a goods id the
+  subscription does not name (its `goodsIds` filter);
 - per goods id, the first receipts (the first 2xx of each event, in the log's order) come in seq
   order (never a lower seq after a higher; a threshold event shares its entry's seq), the
   replayed events (sent again by POST .../failed/replay, after later ones) left out.
@@ -48,10 +49,15 @@ def judge(
     receipts: Iterable[Receipt],
     dead: Collection[int],
     replayed: Collection[int] = (),
+    subscribed: Collection[str] | None = None,
 ) -> Judged:
     """W1 over plain data: `rows` the outbox of the run's goods ids, `receipts` the receiver's
     log in its order (only those of the run's goods ids), `dead` the ids of the dead letters,
-    `replayed` the ids the run asked to be sent again."""
+    `replayed` the ids the run asked to be sent again, `subscribed` the goods ids the
+    subscription names (None: every one)."""
+    if subscribed is not None:
+        wanted = set(subscribed)
+        rows = [row for row in rows if row.goods_id in wanted]
     by_id = {row.id: row for row in rows}
     found = Judged()
     first: dict[int, Receipt] = {}
@@ -61,6 +67,9 @@ def judge(
             found.bad_signatures.append(f"#{r.event_id} {r.goods_id} seq {r.seq}: bad signature")
             continue
         if not r.accepted:
+            continue
+        if subscribed is not None and r.goods_id not in wanted:
+            found.invented.append(f"#{r.event_id} {r.goods_id} seq {r.seq}: not subscribed")
             continue
         row = by_id.get(r.event_id)
         if row is None or (row.goods_id, row.seq) != (r.goods_id, r.seq):
