@@ -10,7 +10,9 @@ goods id, which are written one lock hold after another). The cursor therefore s
 hole in the ids while the rows after it are younger than GAP_GRACE (a rolled-back insert's id
 never commits; a paused writer's commits late): the rows past it are fanned out meanwhile
 (FanOut.read_to), each pair once (the primary key, and a look before inserting), and the
-rows from the cursor on are walked again each pass until the hole fills or grows old.
+rows from the cursor on are walked again each pass until the hole fills or grows old. A row
+read past before it committed is picked up as soon as a later row of its goods id is read
+(`_missed`), so it still goes first.
 
 Order. Per (subscription, goods id) only the pending delivery with the lowest event id is
 due, so a goods id's events arrive in seq order; a retry holds back that goods id's later
@@ -139,6 +141,7 @@ class FanOut:
             rows = {int(r.id): r for r in [*walked, *beyond]}
             if not rows:
                 return 0
+            rows.update(_missed(conn, rows, cursor, ahead, goods))
             for row in walked:
                 if int(row.id) != cursor + 1 and now - row.created_at < GAP_GRACE:
                     break  # a lower id may still commit: walk from here again
@@ -158,6 +161,29 @@ class FanOut:
                     raise Overtaken(f"subscription {sub.id}'s cursor moved under this fan-out")
         self.read_to[sub.id] = max(cursor, ahead, max(rows))
         return len(new)
+
+
+def _missed(
+    conn: Connection, rows: dict[int, Any], cursor: int, ahead: int, goods: set[str] | None
+) -> dict[int, Any]:
+    """The rows of the goods ids first read in this pass (above `ahead`) that lie between the
+    cursor and `ahead`, where an earlier pass read past them before they committed: an id is
+    taken at insert, and another goods id's commit can come first. A goods id's rows commit in
+    id order (one lock hold after another), so once one of its rows is seen, every earlier one
+    is there to read: made delivery rows now, they go before it (the line's lowest event id
+    first). Else a row read past while uncommitted waits for the cursor's walk and arrives
+    after its goods id's later events (a quick chaos run: 23 of 8,196 out of seq order)."""
+    first_read = {r.goods_id for i, r in rows.items() if i > ahead}
+    if goods is not None:
+        first_read &= goods
+    if not first_read or ahead <= cursor:
+        return {}
+    found = conn.execute(
+        select(o.id, o.goods_id, o.seq, o.kind, o.created_at).where(
+            o.goods_id.in_(sorted(first_read)), o.id > cursor, o.id <= ahead
+        )
+    )
+    return {int(r.id): r for r in found if int(r.id) not in rows}
 
 
 def _new_deliveries(
