@@ -22,7 +22,17 @@ Claims. A due row is claimed by moving its next attempt past the attempt's longe
 (CLAIM_SECONDS): a deliverer deposed or killed mid-POST leaves a row that is due again once
 that passes, and the event is sent again (at least once). The claim is an UPDATE that must
 find the row as it was read, so two deliverers (one deposed and not yet aware) never both
-take one."""
+take one.
+
+Runs. With a head claimed, the next pending events of its line (due too, up to RUN in all)
+are claimed with it, in the same transaction, and one worker sends them in order, stopping at
+the first failure: the rest are let go when the outcomes are recorded (record_all, one
+transaction for every run finished in a round), and wait behind the failed one as before.
+
+One piece: the fan-out, the claims and the records read and write the same rows by the same
+rules (a line's head, a claim's time, what pending means), and each step's guarantee leans on
+the others' (a claim lets go only what a record sees); apart, a rule would be kept in two
+places."""
 
 from __future__ import annotations
 
