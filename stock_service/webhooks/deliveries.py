@@ -309,11 +309,16 @@ def _lengthen(
     all), claimed with it. One read for every line (the line index), one UPDATE per run: the
     head's claim is what keeps another deliverer off its line (only heads are claimed)."""
     lines = {(r[0].subscription_id, r[0].goods_id): r for r in runs}
-    rows = conn.execute(
-        select(*DUE_COLUMNS)
-        .select_from(webhook_delivery)
-        .join(webhook_subscription, s.id == d.subscription_id)
-        .join(stock_outbox, o.id == d.event_id)
+    # Each line's next pending ones numbered (a window over the line index), so a line with
+    # thousands pending gives `run` - 1 of them, not every line's room.
+    behind = (
+        select(
+            d.subscription_id.label("sub"),
+            d.event_id.label("event"),
+            func.row_number()
+            .over(partition_by=(d.subscription_id, d.goods_id), order_by=d.event_id)
+            .label("n"),
+        )
         .where(
             d.state == PENDING,
             or_(
@@ -327,8 +332,19 @@ def _lengthen(
                 )
             ),
         )
+        .subquery()
+    )
+    rows = conn.execute(
+        select(*DUE_COLUMNS)
+        .select_from(behind)
+        .join(
+            webhook_delivery,
+            (d.subscription_id == behind.c.sub) & (d.event_id == behind.c.event),
+        )
+        .join(webhook_subscription, s.id == d.subscription_id)
+        .join(stock_outbox, o.id == d.event_id)
+        .where(behind.c.n < run)
         .order_by(d.subscription_id, d.goods_id, d.event_id)
-        .limit(len(runs) * run * 2)  # a line with many pending may take the others' room
     )
     stopped: set[tuple[str, str]] = set()
     for row in rows:

@@ -512,12 +512,14 @@ def test_a_run_claimed_together_and_failing_in_the_middle_keeps_the_goods_id_s_o
     and stops at the third (a 503): the first two are recorded delivered, the third is
     pending with its attempt counted, and the three after it are let go unsent, due again
     behind it. The next claim starts the run at the third."""
-    goods = unique()
-    sub = subscribe(services, "http://127.0.0.1:9/hook", goodsIds=[goods])["id"]
+    goods, many = unique(), unique("many")
+    sub = subscribe(services, "http://127.0.0.1:9/hook", goodsIds=[goods, many])["id"]
     write_events(services, goods, 1, 6)
+    write_events(services, many, 1, 50)
     FanOut()(services.engine)
-    [run] = claim_due(services.engine, 4, 60.0, {}, 2)
+    [run, long] = claim_due(services.engine, 4, 60.0, {}, 2)
     assert [due.seq for due in run] == [1, 2, 3, 4, 5, 6]
+    assert [due.seq for due in long] == list(range(1, 21))  # a run is 20 at most
     assert claim_due(services.engine, 4, 60.0, {}, 2) == []  # the line is claimed
     statuses, posted = deque([200, 200, 503]), []
 
@@ -535,7 +537,7 @@ def test_a_run_claimed_together_and_failing_in_the_middle_keeps_the_goods_id_s_o
     with services.engine.connect() as conn:
         rows = conn.execute(
             sa.select(webhook_delivery)
-            .where(webhook_delivery.c.subscription_id == sub)
+            .where(webhook_delivery.c.subscription_id == sub, webhook_delivery.c.goods_id == goods)
             .order_by(webhook_delivery.c.event_id)
         ).all()
     assert [(r.seq, r.state, r.attempts) for r in rows] == [
@@ -547,6 +549,6 @@ def test_a_run_claimed_together_and_failing_in_the_middle_keeps_the_goods_id_s_o
         (6, "pending", 0),
     ]
     assert rows[2].last_error == "HTTP 503"
-    [again] = claim_due(services.engine, 4, 60.0, {}, 2)
+    [again] = claim_due(services.engine, 4, 60.0, {}, 2)  # the other line is still claimed
     assert [due.seq for due in again] == [3, 4, 5, 6]  # the failed one first, then the rest
     assert again[0].attempts == 1
