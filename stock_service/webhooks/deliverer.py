@@ -2,9 +2,12 @@
 active and many standby (coordination/election.py, at ELECTION_PATH, as the relay), configured
 by its environment alone (the settings of the "webhook deliverer" program).
 
-The leader loops: fan the outbox out to the subscriptions (deliveries.fan_out), claim the
-deliveries due (at most WEBHOOK_WORKERS in flight, half of them one subscription's), POST each
-from a small thread pool, and record what each came to. A POST is signed (signing.sign) and
+The leader loops: record what the runs finished since the last round came to (one
+transaction), fan the outbox out to the subscriptions (deliveries.FanOut; each round while it
+finds new rows, else once a poll while runs are in flight), claim the runs due (a goods id's
+next due events, deliveries.claim_due; at most WEBHOOK_WORKERS runs in flight, half of them
+one subscription's), and POST each run's events in order from a small thread pool over
+kept-alive connections, stopping at the first not delivered. A POST is signed (signing.sign) and
 carries the event as GET /stock-events answers it. Nothing one subscription does stops the
 others: an unreachable URL or a slow receiver holds its own worker for WEBHOOK_TIMEOUT_SECONDS
 at most, and an error in a round (the database down, a bug) is logged and waited out, the
@@ -28,6 +31,7 @@ import threading
 import time
 from collections import Counter as Tally
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
 
 import httpx
 from prometheus_client import start_http_server
@@ -48,7 +52,7 @@ from stock_service.webhooks.deliveries import (
     Retries,
     claim_due,
     prune,
-    record,
+    record_all,
 )
 from stock_service.webhooks.signing import sign
 from stock_service.webhooks.subscriptions import DEAD, DELIVERED
@@ -93,32 +97,58 @@ def attempt(client: httpx.Client, due: Due, allow_private: bool) -> Outcome:
     return Outcome(f"HTTP {code}", retry=code >= 500 or code in RETRIED_STATUSES)
 
 
-def deliver(
-    engine: Engine, client: httpx.Client, due: Due, settings: Settings, retries: Retries
-) -> str | None:
-    """One delivery tried and its outcome recorded; any error logged (the claim lapses and
-    the event is tried again)."""
+@dataclass
+class Sent:
+    """What a worker did with a run: each event tried and its outcome, in order, and the
+    rest of the run, not sent (after a failure, or the run's time gone)."""
+
+    outcomes: list[tuple[Due, Outcome]] = field(default_factory=list)
+    unsent: list[Due] = field(default_factory=list)
+
+
+def send_run(client: httpx.Client, run: list[Due], allow_private: bool, until: float) -> Sent:
+    """A goods id's claimed events POSTed in order, stopping at the first not delivered (the
+    later ones wait behind it) or when `until` (time.monotonic) has come: what a POST started
+    before it may take ends before the claim lapses."""
+    sent = Sent()
+    for i, due in enumerate(run):
+        if i and time.monotonic() >= until:
+            sent.unsent = run[i:]
+            break
+        outcome = attempt(client, due, allow_private)
+        sent.outcomes.append((due, outcome))
+        if outcome.error is not None:
+            sent.unsent = run[i + 1 :]
+            break
+    return sent
+
+
+def record_done(engine: Engine, done: list[Sent], retries: Retries) -> None:
+    """The finished runs' outcomes recorded, in one transaction, and counted; an error is
+    logged (the claims lapse and the events are tried again)."""
+    outcomes = [pair for sent in done for pair in sent.outcomes]
+    unsent = [due for sent in done for due in sent.unsent]
     try:
-        outcome = attempt(client, due, settings.webhook_allow_private)
-        state = record(engine, due, outcome, retries)
+        states = record_all(engine, outcomes, unsent, retries)
     except Exception as exc:
-        log.warning("delivery %s of event %d failed: %r", due.subscription_id, due.event_id, exc)
-        return None
-    if state == DELIVERED:
-        DELIVERIES.labels("delivered").inc()
-    elif state == DEAD:
-        DELIVERIES.labels("dead").inc()
-        DEAD_LETTERS.inc()
-        log.warning(
-            "event %d to %s is dead after %s: %s",
-            due.event_id,
-            due.subscription_id,
-            due.attempts + 1,
-            outcome.error,
-        )
-    elif state is not None:
-        DELIVERIES.labels("retried").inc()
-    return state
+        log.warning("recording %d deliveries failed: %r", len(outcomes), exc)
+        return
+    for due, outcome in outcomes:
+        state = states.get(due.key)
+        if state == DELIVERED:
+            DELIVERIES.labels("delivered").inc()
+        elif state == DEAD:
+            DELIVERIES.labels("dead").inc()
+            DEAD_LETTERS.inc()
+            log.warning(
+                "event %d to %s is dead after %s: %s",
+                due.event_id,
+                due.subscription_id,
+                due.attempts + 1,
+                outcome.error,
+            )
+        elif state is not None:
+            DELIVERIES.labels("retried").inc()
 
 
 def retries_of(settings: Settings) -> Retries:
@@ -186,27 +216,44 @@ def lead(
     per_subscription = max(1, workers // 2)
     timeout = settings.webhook_timeout_seconds
     # A POST's phases (connect, write, each read) have the timeout each: the claim outlives
-    # a slow one, so no other deliverer sends the event while this one still may.
-    claim = 4 * timeout + 10
+    # a slow one, so no other deliverer sends the event while this one still may. A run's
+    # next POST starts only in the claim's first RUN_SECONDS.
+    post = 4 * timeout
+    claim = post + 10
     retries = retries_of(settings)
     pool = ThreadPoolExecutor(workers, thread_name_prefix="webhook")
-    client = httpx.Client(timeout=timeout, follow_redirects=False)
-    in_flight: dict[Future[str | None], Due] = {}
+    client = httpx.Client(timeout=timeout, follow_redirects=False)  # kept-alive connections
+    in_flight: dict[Future[Sent], str] = {}
+    done: list[Sent] = []
     fan_out = FanOut()
-    failures, pruned = 0, 0.0
+    failures, pruned, fanned, made = 0, 0.0, 0.0, 0
     try:
         while not stop.is_set():
             if not elector.is_leader():
                 log.warning("%s not the leader any more at=%.3f", identifier, time.time())
                 return
             try:
-                fan_out(engine)
-                busy = Tally(due.subscription_id for due in in_flight.values())
-                for due in claim_due(
+                if done:
+                    finished, done = done, []
+                    record_done(engine, finished, retries)
+                # Each round while busy (a round a run ends), at most each poll while busy
+                # and nothing new came: a fan-out is a transaction per subscription.
+                if (
+                    made
+                    or not in_flight
+                    or time.monotonic() - fanned >= settings.webhook_poll_seconds
+                ):
+                    made = fan_out(engine)
+                    fanned = time.monotonic()
+                busy = Tally(in_flight.values())
+                until = time.monotonic() + claim - post - 5
+                for run in claim_due(
                     engine, workers - len(in_flight), claim, busy, per_subscription
                 ):
-                    future = pool.submit(deliver, engine, client, due, settings, retries)
-                    in_flight[future] = due
+                    future = pool.submit(
+                        send_run, client, run, settings.webhook_allow_private, until
+                    )
+                    in_flight[future] = run[0].subscription_id
                 if time.monotonic() - pruned > PRUNE_EVERY:
                     prune(engine)
                     pruned = time.monotonic()
@@ -218,14 +265,21 @@ def lead(
                 stop.wait(backoff(failures))
                 continue
             if in_flight:
-                done, _ = wait(in_flight, settings.webhook_poll_seconds, FIRST_COMPLETED)
-                for future in done:
+                finished_now, _ = wait(in_flight, settings.webhook_poll_seconds, FIRST_COMPLETED)
+                for future in finished_now:
                     in_flight.pop(future)
+                    if future.exception() is None:
+                        done.append(future.result())
+                    else:  # a bug: logged, and its claims lapse
+                        log.warning("a run failed: %r", future.exception())
             else:
                 stop.wait(settings.webhook_poll_seconds)
     finally:
         pool.shutdown(wait=True)
         client.close()
+        done += [f.result() for f in in_flight if f.exception() is None]
+        if done:
+            record_done(engine, done, retries)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -24,19 +24,40 @@ Claims. A due row is claimed by moving its next attempt past the attempt's longe
 (CLAIM_SECONDS): a deliverer deposed or killed mid-POST leaves a row that is due again once
 that passes, and the event is sent again (at least once). The claim is an UPDATE that must
 find the row as it was read, so two deliverers (one deposed and not yet aware) never both
-take one."""
+take one.
+
+Runs. With a head claimed, the next pending events of its line (due too, up to RUN in all)
+are claimed with it, in the same transaction, and one worker sends them in order, stopping at
+the first failure: the rest are let go when the outcomes are recorded (record_all, one
+transaction for every run finished in a round), and wait behind the failed one as before.
+
+One piece: the fan-out, the claims and the records read and write the same rows by the same
+rules (a line's head, a claim's time, what pending means), and each step's guarantee leans on
+the others' (a claim lets go only what a record sees); apart, a rule would be kept in two
+places."""
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from prometheus_client import Counter
-from sqlalchemy import Connection, Engine, delete, exists, func, insert, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    and_,
+    delete,
+    exists,
+    func,
+    insert,
+    or_,
+    select,
+    update,
+)
 
 from shared.database.clock import database_now
 from shared.database.engines import transaction
@@ -230,16 +251,22 @@ class Overtaken(Exception):
     """Another deliverer moved a cursor this one read: this fan-out is rolled back."""
 
 
+RUN = 20  # a goods id's consecutive due events claimed together, sent by one worker in order
+
+
 def claim_due(
     engine: Engine,
     limit: int,
     claim_seconds: float,
     in_flight: Mapping[str, int],
     per_subscription: int,
-) -> list[Due]:
-    """Up to `limit` due deliveries (the first pending of a goods id, its next attempt come),
-    claimed for `claim_seconds`, at most `per_subscription` of one subscription in flight
-    (`in_flight`: those it has already): one slow receiver never takes every worker."""
+    run: int = RUN,
+) -> list[list[Due]]:
+    """Up to `limit` runs of due deliveries, claimed for `claim_seconds`, in one transaction:
+    each run the first pending of a goods id (its next attempt come) and up to `run` - 1 of
+    its next pending ones (due too), to be sent in order by one worker, at most
+    `per_subscription` runs of one subscription in flight (`in_flight`: those it has
+    already): one slow receiver never takes every worker."""
     if limit <= 0:
         return []
     # The head of each line: its lowest pending event id (the index on state, subscription,
@@ -253,7 +280,7 @@ def claim_due(
         .group_by(d.subscription_id, d.goods_id)
         .subquery()
     )
-    taken: list[Due] = []
+    taken: list[list[Due]] = []
     counts = dict(in_flight)
     with transaction(engine, DB) as conn:
         now = database_now(conn)
@@ -295,31 +322,102 @@ def claim_due(
             if not claimed.rowcount:
                 continue
             counts[row.subscription_id] = counts.get(row.subscription_id, 0) + 1
-            event = _Event(
-                int(row.event_id),
-                row.goods_id,
-                int(row.seq),
-                row.kind,
-                int(row.delta),
-                int(row.level),
-                row.flag,
-                row.reason,
-                row.location,
-                row.created_at,
-            )
-            taken.append(
-                Due(
-                    row.subscription_id,
-                    int(row.event_id),
-                    row.goods_id,
-                    int(row.seq),
-                    row.url,
-                    row.secret,
-                    event_fields(event),
-                    int(row.attempts),
-                )
-            )
+            taken.append([_due(row)])
+        if run > 1 and taken:
+            _lengthen(conn, taken, run, now, until)
     return taken
+
+
+def _lengthen(
+    conn: Connection, runs: list[list[Due]], run: int, now: datetime, until: datetime
+) -> None:
+    """Each claimed head followed by its line's next pending events, due too (up to `run` in
+    all), claimed with it. One read for every line (the line index), one UPDATE per run: the
+    head's claim is what keeps another deliverer off its line (only heads are claimed)."""
+    lines = {(r[0].subscription_id, r[0].goods_id): r for r in runs}
+    # Each line's next pending ones numbered (a window over the line index), so a line with
+    # thousands pending gives `run` - 1 of them, not every line's room.
+    behind = (
+        select(
+            d.subscription_id.label("sub"),
+            d.event_id.label("event"),
+            func.row_number()
+            .over(partition_by=(d.subscription_id, d.goods_id), order_by=d.event_id)
+            .label("n"),
+        )
+        .where(
+            d.state == PENDING,
+            or_(
+                *(
+                    and_(
+                        d.subscription_id == r[0].subscription_id,
+                        d.goods_id == r[0].goods_id,
+                        d.event_id > r[0].event_id,
+                    )
+                    for r in runs
+                )
+            ),
+        )
+        .subquery()
+    )
+    rows = conn.execute(
+        select(*DUE_COLUMNS)
+        .select_from(behind)
+        .join(
+            webhook_delivery,
+            (d.subscription_id == behind.c.sub) & (d.event_id == behind.c.event),
+        )
+        .join(webhook_subscription, s.id == d.subscription_id)
+        .join(stock_outbox, o.id == d.event_id)
+        .where(behind.c.n < run)
+        .order_by(d.subscription_id, d.goods_id, d.event_id)
+    )
+    stopped: set[tuple[str, str]] = set()
+    for row in rows:
+        line = (row.subscription_id, row.goods_id)
+        found = lines[line]
+        if line in stopped or len(found) >= run:
+            continue
+        if row.next_attempt_at > now:  # waiting out a retry (a replayed head before it)
+            stopped.add(line)
+            continue
+        found.append(_due(row))
+    for found in runs:
+        if len(found) > 1:
+            conn.execute(
+                update(webhook_delivery)
+                .where(
+                    d.subscription_id == found[0].subscription_id,
+                    d.event_id.in_([due.event_id for due in found[1:]]),
+                    d.state == PENDING,
+                )
+                .values(next_attempt_at=until)
+            )
+
+
+def _due(row: Any) -> Due:
+    event = _Event(
+        int(row.event_id),
+        row.goods_id,
+        int(row.seq),
+        row.kind,
+        int(row.delta),
+        int(row.level),
+        row.flag,
+        row.reason,
+        row.location,
+        row.created_at,
+    )
+    return Due(
+        row.subscription_id,
+        int(row.event_id),
+        row.goods_id,
+        int(row.seq),
+        row.url,
+        row.secret,
+        event_fields(event),
+        int(row.attempts),
+    )
 
 
 DUE_COLUMNS = (
@@ -365,44 +463,91 @@ class Retries:
 
 
 def record(engine: Engine, due: Due, outcome: Outcome, retries: Retries) -> str | None:
-    """The attempt's outcome written: the state the delivery is in now (delivered, pending
-    again, dead), or None when it was no longer pending (deleted with its subscription, or
-    taken by another deliverer after this one's claim lapsed)."""
+    """One attempt's outcome written (record_all of one)."""
+    return record_all(engine, [(due, outcome)], [], retries).get(due.key)
+
+
+def record_all(
+    engine: Engine,
+    outcomes: Sequence[tuple[Due, Outcome]],
+    unsent: Sequence[Due],
+    retries: Retries,
+) -> dict[tuple[str, int], str]:
+    """The attempts' outcomes written, in one transaction, and the claims of `unsent` (the
+    rest of a run stopped by a failure) let go, so they are due again as soon as their turn
+    comes: the state each delivery is in now (delivered, pending again, dead), none for one
+    no longer pending (deleted with its subscription, or taken by another deliverer after
+    this one's claim lapsed)."""
+    states: dict[tuple[str, int], str] = {}
+    if not outcomes and not unsent:
+        return states
     with transaction(engine, DB) as conn:
         now = database_now(conn)
-        row = conn.execute(
-            select(d.attempts, d.first_tried_at).where(
-                d.subscription_id == due.subscription_id,
-                d.event_id == due.event_id,
-                d.state == PENDING,
+        pending: dict[tuple[str, int], Any] = {}
+        for sub, ids in _by_subscription(due for due, _ in outcomes).items():
+            for row in conn.execute(
+                select(d.subscription_id, d.event_id, d.attempts, d.first_tried_at).where(
+                    d.subscription_id == sub, d.event_id.in_(ids), d.state == PENDING
+                )
+            ):
+                pending[(row.subscription_id, int(row.event_id))] = row
+        delivered: list[Due] = []
+        for due, outcome in outcomes:
+            was = pending.get(due.key)
+            if was is None:
+                continue
+            if outcome.error is None:
+                delivered.append(due)
+                states[due.key] = DELIVERED
+                continue
+            attempts = int(was.attempts) + 1
+            first = was.first_tried_at or now
+            values: dict[str, Any] = {"attempts": attempts, "first_tried_at": first}
+            if (
+                not outcome.retry
+                or attempts >= retries.max_attempts
+                or (now - first).total_seconds() >= retries.max_age
+            ):
+                values.update(state=DEAD, done_at=now, last_error=outcome.error[:ERROR])
+            else:
+                at = now + timedelta(seconds=retries.delay(attempts))
+                values.update(next_attempt_at=at, last_error=outcome.error[:ERROR])
+            conn.execute(
+                update(webhook_delivery)
+                .where(
+                    d.subscription_id == due.subscription_id,
+                    d.event_id == due.event_id,
+                    d.state == PENDING,
+                )
+                .values(**values)
             )
-        ).one_or_none()
-        if row is None:
-            return None
-        attempts = int(row.attempts) + 1
-        first = row.first_tried_at or now
-        values: dict[str, Any] = {"attempts": attempts}
-        if outcome.error is None:
-            values.update(state=DELIVERED, done_at=now, last_error=None)
-        elif (
-            not outcome.retry
-            or attempts >= retries.max_attempts
-            or (now - first).total_seconds() >= retries.max_age
-        ):
-            values.update(state=DEAD, done_at=now, last_error=outcome.error[:ERROR])
-        else:
-            at = now + timedelta(seconds=retries.delay(attempts))
-            values.update(next_attempt_at=at, last_error=outcome.error[:ERROR])
-        conn.execute(
-            update(webhook_delivery)
-            .where(
-                d.subscription_id == due.subscription_id,
-                d.event_id == due.event_id,
-                d.state == PENDING,
+            states[due.key] = str(values.get("state", PENDING))
+        for sub, ids in _by_subscription(delivered).items():
+            conn.execute(
+                update(webhook_delivery)
+                .where(d.subscription_id == sub, d.event_id.in_(ids), d.state == PENDING)
+                .values(
+                    state=DELIVERED,
+                    done_at=now,
+                    last_error=None,
+                    attempts=d.attempts + 1,
+                    first_tried_at=func.coalesce(d.first_tried_at, now),
+                )
             )
-            .values(**values)
-        )
-        return str(values.get("state", PENDING))
+        for sub, ids in _by_subscription(unsent).items():
+            conn.execute(
+                update(webhook_delivery)
+                .where(d.subscription_id == sub, d.event_id.in_(ids), d.state == PENDING)
+                .values(next_attempt_at=now)
+            )
+    return states
+
+
+def _by_subscription(dues: Iterable[Due]) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for due in dues:
+        found.setdefault(due.subscription_id, []).append(due.event_id)
+    return found
 
 
 def prune(engine: Engine, kept: timedelta = KEEP_DELIVERED) -> int:

@@ -22,6 +22,7 @@ from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
 import pytest
 import sqlalchemy as sa
 
@@ -30,7 +31,7 @@ from shared.config.settings import Settings
 from shared.database.engines import DatabaseUnavailable, utcnow
 from stock_service.storage.tables import stock_outbox, webhook_delivery, webhook_subscription
 from stock_service.webhooks import deliverer, serve, verify
-from stock_service.webhooks.deliveries import FanOut, prune
+from stock_service.webhooks.deliveries import FanOut, Retries, claim_due, prune, record_all
 from tests.conftest import ADMIN, BACKENDS, make_settings, unique
 from tests.fresh_database import fresh_database
 from tests.helpers import Services, running_services
@@ -536,3 +537,52 @@ def test_a_deliverer_waits_out_a_database_outage_and_goes_on(
     waits(lambda: seqs(receiver.delivered(goods)) == [1, 2, 3], "the events after the outage")
     assert not failures
     assert len([r for r in caplog.records if "round failed" in r.getMessage()]) == 1
+
+
+def test_a_run_claimed_together_and_failing_in_the_middle_keeps_the_goods_id_s_order(
+    services: Services,
+) -> None:
+    """Six due events of one goods id are claimed as one run; its worker sends them in order
+    and stops at the third (a 503): the first two are recorded delivered, the third is
+    pending with its attempt counted, and the three after it are let go unsent, due again
+    behind it. The next claim starts the run at the third."""
+    goods, many = unique(), unique("many")
+    sub = subscribe(services, "http://127.0.0.1:9/hook", goodsIds=[goods, many])["id"]
+    write_events(services, goods, 1, 6)
+    write_events(services, many, 1, 50)
+    FanOut()(services.engine)
+    [run, long] = claim_due(services.engine, 4, 60.0, {}, 2)
+    assert [due.seq for due in run] == [1, 2, 3, 4, 5, 6]
+    assert [due.seq for due in long] == list(range(1, 21))  # a run is 20 at most
+    assert claim_due(services.engine, 4, 60.0, {}, 2) == []  # the line is claimed
+    statuses, posted = deque([200, 200, 503]), []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        posted.append(int(request.headers["X-Inventory-Seq"]))
+        return httpx.Response(statuses.popleft() if statuses else 200)
+
+    with httpx.Client(transport=httpx.MockTransport(answer)) as client:
+        sent = deliverer.send_run(client, run, True, time.monotonic() + 60)
+    assert posted == [1, 2, 3]  # none after the failure
+    assert [due.seq for due in sent.unsent] == [4, 5, 6]
+    retries = Retries(max_attempts=8, max_age=86_400.0, base=0.0, cap=0.0)  # due again at once
+    states = record_all(services.engine, sent.outcomes, sent.unsent, retries)
+    assert [states[due.key] for due, _ in sent.outcomes] == ["delivered", "delivered", "pending"]
+    with services.engine.connect() as conn:
+        rows = conn.execute(
+            sa.select(webhook_delivery)
+            .where(webhook_delivery.c.subscription_id == sub, webhook_delivery.c.goods_id == goods)
+            .order_by(webhook_delivery.c.event_id)
+        ).all()
+    assert [(r.seq, r.state, r.attempts) for r in rows] == [
+        (1, "delivered", 1),
+        (2, "delivered", 1),
+        (3, "pending", 1),
+        (4, "pending", 0),
+        (5, "pending", 0),
+        (6, "pending", 0),
+    ]
+    assert rows[2].last_error == "HTTP 503"
+    [again] = claim_due(services.engine, 4, 60.0, {}, 2)  # the other line is still claimed
+    assert [due.seq for due in again] == [3, 4, 5, 6]  # the failed one first, then the rest
+    assert again[0].attempts == 1
