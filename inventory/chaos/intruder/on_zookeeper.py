@@ -43,6 +43,21 @@ def _children(client: KazooClient, path: str) -> list[str]:
         return []
 
 
+def _delete_one_of(client: KazooClient, nodes: list[str]) -> str:
+    """Delete the first of `nodes` still there (each tried is taken off the list). ZooKeeper
+    checks the parent's ACL before the node, so NoNode means the lock parent itself is gone
+    (a container node, deleted once its last waiter left since it was listed): that proves
+    nothing, and the next node is tried. Raises NoNodeError when every one is gone."""
+    while nodes:
+        node = nodes.pop(0)
+        try:
+            client.delete(node)
+        except NoNodeError:
+            continue
+        return f"deleted {node}"
+    raise NoNodeError("every listed lock node was gone before it could be tried")
+
+
 def _closed(exc: Exception) -> bool:
     return isinstance(exc, ConnectionError)  # a reset is one too; a timeout proves nothing
 
@@ -72,12 +87,13 @@ def zookeeper_attempts() -> list[Attempt]:
             f"/inventory/reconciler/{c}" for c in _children(client, "/inventory/reconciler")
         ]
         attempts = plain
-        for node in held[:3]:
+        left = list(held)
+        for n in range(min(3, len(held))):
             attempts.append(
                 attempt(
                     "zookeeper",
-                    f"delete lock node {node}",
-                    partial(client.delete, node),
+                    f"delete a held lock node (try {n + 1}, of {len(held)} listed)",
+                    partial(_delete_one_of, client, left),
                     no_auth,
                 )
             )
