@@ -17,13 +17,13 @@ from shared.faults import NO_FAULTS, Faults
 from shared.logs import configure_logging
 from shared.metrics import LOCK_LOSSES, gauge_family, install_metrics
 from shared.redis_client import make_redis
+from shared.web.admin_auth import admin_auth
 from shared.web.api_app import make_api_app
 from shared.web.http_errors import register_error_handlers
 from shared.web.request_id import install_request_ids
 from stock_service.api import (
     SERVICE_ROUTES,
     StockDeps,
-    admin_auth,
     events_routes,
     fault_routes,
     input_models,
@@ -91,7 +91,7 @@ def create_app(settings: Settings | None = None) -> Flask:
         LocationBook(engine),
     )
     models = input_models(settings.max_lines, settings.max_quantity, settings.max_stock_level)
-    admin = admin_auth(settings.admin_token)
+    admin = admin_auth(settings.admin_token, "stock service")
     app.register_blueprint(stock_routes(models, admin))
     app.register_blueprint(settle_routes())
     app.register_blueprint(ledger_routes(admin, settings.max_stock_level))

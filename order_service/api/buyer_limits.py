@@ -1,22 +1,20 @@
 """The flash-sale rules' admin routes (docs/buyer-limits.md): PUT and GET /buyer-limits/{goodsId},
-behind `Authorization: Bearer <ADMIN_TOKEN>` as the stock service's admin routes are (the
-guard is the stock service's, made again here: the services never import each other). With no
-ADMIN_TOKEN configured they are off (403).
+behind `Authorization: Bearer <ADMIN_TOKEN>` as the stock service's admin routes are (one guard
+for both: shared/web/admin_auth.py). With no ADMIN_TOKEN configured they are off (403).
 
 (No `from __future__ import annotations`: pydantic reads these annotations at class creation.)
 """
 
-import hmac
 from typing import Annotated, Any
 
-from apiflask import APIBlueprint, HTTPTokenAuth
-from apiflask.exceptions import HTTPError
+from apiflask import APIBlueprint
 from flask import Response, current_app, jsonify
 from pydantic import BaseModel, Field
 
 from order_service.api.deps import OrderDeps
 from order_service.core.buyer_limits import BUYER_LIMIT_MAX, Limits
 from shared.config.settings import Settings
+from shared.web.admin_auth import admin_auth
 from shared.web.api_app import answers
 from shared.web.http_errors import ApiError
 from shared.web.schemas import (
@@ -29,7 +27,6 @@ from shared.web.schemas import (
     Unavailable,
 )
 
-ADMIN = "admin"
 DOWN = (Unavailable, "The order database is down: nothing written")
 # A whole number here (else 400, as every body's types); its range is the route's (else 422).
 LIMIT = Annotated[
@@ -40,34 +37,6 @@ LIMIT = Annotated[
     ),
     WHOLE,
 ]
-
-
-def admin_auth(admin_token: str) -> HTTPTokenAuth:
-    """Checked before anything else of the request, so a caller without the token learns
-    nothing of the body's rules (stock_service/api/admin.py's guard)."""
-    auth = HTTPTokenAuth(
-        scheme="Bearer",
-        description="ADMIN_TOKEN of the order service (`inventory up` generates one)",
-        security_scheme_name="AdminToken",
-        realm="inventory admin",
-    )
-    auth.error_processor(_refused)
-
-    @auth.verify_token
-    def _verify(token: str) -> str | None:
-        if not admin_token:
-            raise ApiError(403, "admin routes are off: set ADMIN_TOKEN on this service to use them")
-        return ADMIN if hmac.compare_digest(token.encode(), admin_token.encode()) else None
-
-    return auth
-
-
-def _refused(error: HTTPError) -> tuple[dict[str, Any], int, Any]:
-    return (
-        {"error": "admin route: send Authorization: Bearer <ADMIN_TOKEN>"},
-        error.status_code,
-        error.headers,
-    )
 
 
 class GoodsPath(BaseModel):
@@ -116,7 +85,7 @@ def limits_view(goods_id: str, limits: Limits, default: int | None) -> dict[str,
 
 def buyer_limit_routes(settings: Settings) -> APIBlueprint:
     bp = APIBlueprint("buyer_limits", __name__, tag="Buyer limits")
-    admin = admin_auth(settings.admin_token)
+    admin = admin_auth(settings.admin_token, "order service")
     default = settings.buyer_max_held_default
 
     # auth_required first: the token is checked before the path and the body.

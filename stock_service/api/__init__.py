@@ -14,12 +14,12 @@ Above the capabilities: each route checks its input and calls one of them, nothi
     ledger_schemas.py    the contract of the ledger's routes
     location_schemas.py  the contract of the locations' and transfers' routes
     waits.py             every route's waits for a lock, and the 503 of a full queue
-    admin.py             the admin routes' guard, and the service routes'
+    admin.py             the service routes' guard (the admin routes': shared/web/admin_auth.py)
     deps.py              StockDeps: what the handlers need, built by create_app
     subscriptions/       the webhooks' subscriptions, dead letters and replays (admin)
 """
 
-from stock_service.api.admin import admin_auth, service_guard
+from stock_service.api.admin import service_guard
 from stock_service.api.deps import StockDeps
 from stock_service.api.events import events_routes
 from stock_service.api.faults import fault_routes
@@ -34,7 +34,6 @@ from stock_service.api.transfers import transfer_routes
 __all__ = [
     "SERVICE_ROUTES",
     "StockDeps",
-    "admin_auth",
     "events_routes",
     "fault_routes",
     "input_models",
