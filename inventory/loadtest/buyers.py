@@ -9,6 +9,7 @@ rows even on a stack that has seen other runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections import Counter
@@ -42,9 +43,22 @@ class LoadConfig:
     restocks: int = 0  # adjustments of reason restock during the run (restocks.py)
     restock_size: int = 0  # units each; 0: a quarter of `stock`, at least 1
     id_length: int | None = None  # goods ids padded to this many characters (goods_ids.py)
+    # Seconds a buyer answered 503 (its order PENDING, or refused with Retry-After) or 202 (its
+    # first request still running) sends it again under its key, as a patient client would,
+    # until it is final; 0: the first answer is the order's (the default: a 503 is counted).
+    resend_unknown: float = 0.0
 
     def restock_units(self) -> int:
         return self.restock_size or max(1, self.stock // 4)
+
+
+def _retry_after(response: httpx.Response) -> float:
+    """The wait a 503 asks for (its Retry-After, in seconds), 1 s when it names none; at most
+    5 s."""
+    try:
+        return min(max(float(response.headers.get("Retry-After", "1")), 0.1), 5.0)
+    except ValueError:
+        return 1.0
 
 
 @dataclass
@@ -192,6 +206,15 @@ async def drive(
                     client_retries += 1
                     continue
                 break
+            resend_until = t0 + config.resend_unknown
+            while response.status_code in (202, 503) and time.perf_counter() < resend_until:
+                # the key answers the order's state now: settled by the reconciler, or placed
+                await asyncio.sleep(_retry_after(response))
+                with contextlib.suppress(httpx.TransportError):
+                    response = await client.post(
+                        f"{state.order_url}/genOrder", json=body, headers={"Idempotency-Key": key}
+                    )
+                client_retries += 1
             status = response.status_code
             data = response.json()
             outcome = {200: "confirmed", 409: "failed"}.get(status, f"error:http_{status}")

@@ -42,7 +42,11 @@ def stack_with(
     started: list[stack_state.StackState] = []
 
     def start(
-        backend: str, scope: str = "sku", on_postgres: bool = False, **extra: str
+        backend: str,
+        scope: str = "sku",
+        on_postgres: bool = False,
+        reconcilers: int = 0,
+        **extra: str,
     ) -> stack_state.StackState:
         env = {
             "ZK_HOSTS": zk_server.address,
@@ -57,7 +61,9 @@ def stack_with(
         if on_postgres or backend in ("database", "unique-key"):
             env.update(ORDER_DATABASE_URL=postgres_url, STOCK_DATABASE_URL=postgres_url)
             migrations.upgrade(postgres_url, "order")
-        state = stack.up(home=tmp_path / backend, extra_env=env, say=lambda *_: None)
+        state = stack.up(
+            home=tmp_path / backend, extra_env=env, reconcilers=reconcilers, say=lambda *_: None
+        )
         started.append(state)
         return state
 
@@ -162,9 +168,18 @@ def test_big_orders_of_long_ids_are_all_confirmed_and_checked(stack_with, id_len
     of long goods ids, with stock for all. The order service's batches of such orders are
     larger than the stock service takes in one body (MAX_BODY_BYTES); cut by bytes
     (ORDER_BATCH_BYTES), every order is confirmed, as it would be alone, and the check passes."""
-    state = stack_with("zookeeper", on_postgres=True)
+    state = stack_with("zookeeper", on_postgres=True, reconcilers=1)
     config = LoadConfig(
-        orders=96, concurrency=48, goods=100, stock=1000, items=100, id_length=id_length
+        orders=96,
+        concurrency=48,
+        goods=100,
+        stock=1000,
+        items=100,
+        id_length=id_length,
+        # Beside the chaos run in CI, on two shared cores, a few of these calls outlasted the
+        # order service's budget (503, PENDING: p50 4.4 s, p99 24 s against 1.0 and 1.6 s
+        # alone): the buyer asks again under its key until the stack's reconciler settled it.
+        resend_unknown=60.0,
     )
     result = run_loadtest(state, config)
     summary = result.summary()
