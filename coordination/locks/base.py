@@ -89,6 +89,10 @@ class Claim(abc.ABC):
     def __init__(self, names: Iterable[str]) -> None:
         self.names = sorted(set(names))
         self.held: set[str] = set()
+        # Per name waited for, when (time.monotonic()) this claim last saw its holder change
+        # while it waited: the lock moving, busy but not stalled. Left empty by a backend that
+        # cannot see its queue's holder.
+        self.moved_at: dict[str, float] = {}
 
     @abc.abstractmethod
     def wait(self, deadline: float) -> frozenset[str]:

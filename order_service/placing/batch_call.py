@@ -37,7 +37,7 @@ from order_service.placing.answers import (
     line_json,
     take_result,
 )
-from order_service.placing.client import StockClient
+from order_service.placing.client import StockClient, retry_after
 from order_service.placing.retry import RetryBudget
 from shared.contract import Outcome
 from shared.metrics import STOCK_CALL_RETRIES
@@ -158,6 +158,7 @@ def _call(
             error = error_text(json_or_text(response), status)
             if status in RETRYABLE_STATUS:
                 _no_answer(pending, answers, error, budget)
+                retry_after(response, budget)
                 continue
             log.warning(
                 "reduceStock of %d flags refused whole (%s): each sent alone", len(pending), error

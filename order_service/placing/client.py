@@ -6,8 +6,9 @@ ConnectError, ...):
   a budget of attempts and seconds, with jittered backoff. A retry that meets the first
   attempt's work answers `duplicate`, and the caller confirms by polling the stock flow.
 - 503 of a lock not had in time, or of its queue full (Retry-After): nothing written, retried
-  like any 503. Every call says how long its answer is waited for (X-Caller-Timeout-Ms): the
-  stock service waits for no lock on its behalf past it.
+  like any 503, but no sooner than its Retry-After asks (within the budget). Every call says
+  how long its answer is waited for (X-Caller-Timeout-Ms): the stock service waits for no
+  lock on its behalf past it.
 - 409 insufficient or voided: a known outcome, never retried. 409 unknown_flag: the flag was
   not live (Redis lost it): the caller may write it again and call again.
 - 404 naming the order's own goods ids, with no attempt before it unanswered: rejected (the
@@ -69,6 +70,14 @@ def _probing(limits: httpx.Limits) -> httpx.HTTPTransport:
 
 def _nothing() -> None:
     pass
+
+
+def retry_after(response: httpx.Response, budget: RetryBudget) -> None:
+    """A 503's Retry-After (whole seconds, as the stock service sends it): the next attempt
+    waits at least that long. An HTTP date or a bad value is ignored (the backoff stands)."""
+    raw = response.headers.get("Retry-After", "")
+    if raw.strip().isdigit():
+        budget.retry_after(float(raw.strip()))
 
 
 class StockClient:
@@ -166,6 +175,7 @@ class StockClient:
                 answer.status = status
                 answer.no_answer(error_text(answer.body, status))
                 log.warning("reduceStock %s attempt %d: %s", flag, budget.used, answer.error)
+                retry_after(response, budget)
                 continue
             answer.status, answer.error = status, None
             if status == 200:

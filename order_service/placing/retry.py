@@ -28,6 +28,13 @@ class RetryBudget:
     def __post_init__(self) -> None:
         self._started = self.clock()
         self.used = 0
+        self._not_before = 0.0  # the next attempt's least delay, as the server asked
+
+    def retry_after(self, seconds: float) -> None:
+        """The server asked for the next attempt no sooner than `seconds` (its Retry-After:
+        a lock's queue full behind a busy or stalled holder); an attempt before it would be
+        refused the same way and spend an attempt of the budget."""
+        self._not_before = max(self._not_before, seconds)
 
     def remaining_seconds(self) -> float:
         return self.total_seconds - (self.clock() - self._started)
@@ -39,7 +46,10 @@ class RetryBudget:
         if self.used > 0:
             # "Full jitter": a random delay up to the exponential cap spreads retries out.
             cap = min(self.max_delay, self.base_delay * 2 ** (self.used - 1))
-            delay = min(self.rng.uniform(0, cap), max(self.remaining_seconds(), 0))
+            delay = max(self.rng.uniform(0, cap), self._not_before)
+            self._not_before = 0.0
+            if delay >= self.remaining_seconds():
+                return False  # no attempt in time that the server would take
             self.sleep(delay)
             if self.remaining_seconds() <= 0:
                 return False

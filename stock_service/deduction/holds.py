@@ -165,6 +165,8 @@ class BatchRunner:
             return claim.wait(min(max(deadlines), time.monotonic() + self.patience))
         except LockUnavailable:
             return claim.wait(max(deadlines))
+        finally:
+            self.queues.moved(claim.moved_at)  # a busy lock is not taken for a stalled one
 
     def _serve_rest(
         self,
@@ -191,6 +193,7 @@ class BatchRunner:
             until = min(min(deadlines[i] for i in rest), look)
             try:
                 held = claim.wait(until)
+                self.queues.moved(claim.moved_at)
                 ready = [i for i in rest if needs[i] <= held]
                 if ready:
                     self._serve(claim, requests, needs, ready, results, time.perf_counter())
@@ -203,7 +206,8 @@ class BatchRunner:
             expired = [i for i in rest if i not in ready and (deadlines[i] <= now or i in gone)]
             for i in expired:
                 missing = sorted(needs[i] - claim.held)
-                self.queues.mark_stalled(missing[:1])  # the one it waited on (taken in order)
+                # The one it waited on (taken in order), unless it moved meanwhile
+                self.queues.mark_stalled(missing[:1], requests[i])
                 results[i] = LockTimeout(f"lock {missing[0]!r} not acquired in time")
             self._answer_now(requests, ready + expired, results, handle)
             rest = [i for i in rest if i not in ready and i not in expired]
@@ -277,6 +281,7 @@ class BatchRunner:
         deducted = time.perf_counter()
         LOCK_WAIT.labels(self.locks.name).observe(locked - started)
         LOCK_HOLD.labels(self.locks.name).observe(deducted - locked)
+        self.queues.held_for(deducted - locked)  # what a stall is measured against
         BATCH_SIZE.observe(len(chosen))
         hold = Hold(
             size=len(chosen),

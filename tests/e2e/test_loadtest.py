@@ -168,7 +168,21 @@ def test_big_orders_of_long_ids_are_all_confirmed_and_checked(stack_with, id_len
     of long goods ids, with stock for all. The order service's batches of such orders are
     larger than the stock service takes in one body (MAX_BODY_BYTES); cut by bytes
     (ORDER_BATCH_BYTES), every order is confirmed, as it would be alone, and the check passes."""
-    state = stack_with("zookeeper", on_postgres=True, reconcilers=1)
+    # Beside the chaos run in CI, on two shared cores, a hold of these orders' hundred names
+    # took up to seconds and some calls outlasted the order service's whole budget (ReadTimeout
+    # on every attempt: PENDING, p99 24 s against 1.6 s alone). Such an order is settled by the
+    # elected reconciler, as in production, only sooner: production's reconciler waits out one
+    # request's whole budget (140 s) first, the stack's 10 s, and passes every 2 s (deducting
+    # again under the same flag is what a request's own retry does). The buyer asks again
+    # under its key until its order is final.
+    state = stack_with(
+        "zookeeper",
+        on_postgres=True,
+        reconcilers=1,
+        RECONCILE_AGE_UNCHECKED_FOR_TESTS="true",
+        RECONCILE_OLDER_THAN="10",
+        RECONCILE_INTERVAL="2",
+    )
     config = LoadConfig(
         orders=96,
         concurrency=48,
@@ -176,10 +190,7 @@ def test_big_orders_of_long_ids_are_all_confirmed_and_checked(stack_with, id_len
         stock=1000,
         items=100,
         id_length=id_length,
-        # Beside the chaos run in CI, on two shared cores, a few of these calls outlasted the
-        # order service's budget (503, PENDING: p50 4.4 s, p99 24 s against 1.0 and 1.6 s
-        # alone): the buyer asks again under its key until the stack's reconciler settled it.
-        resend_unknown=60.0,
+        resend_unknown=90.0,
     )
     result = run_loadtest(state, config)
     summary = result.summary()

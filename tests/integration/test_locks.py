@@ -404,3 +404,30 @@ def test_etcd_lease_not_renewed_for_its_ttl_is_not_trusted(etcd_server: ServerPr
                 etcd_server.resume()
     finally:
         locks.close()
+
+
+def test_a_zookeeper_claim_sees_its_lock_move_when_the_holder_changes_not_while_it_stays(
+    zk_server: ServerProcess,
+) -> None:
+    """C waits behind B, behind A the holder. While A holds, C's lock has not moved however
+    long C waits (a stalled holder); once A lets go and B has it, C sees the lock move though
+    its own turn has not come (a busy lock): the stock service's lock queues tell a stall from
+    a queue by this (stock_service.deduction's lock_queue.py)."""
+    locks = ZooKeeperLocks(zk_server.address, f"/test-locks/{unique('root')}")
+    name = unique("hot")
+    a, b, c = (locks.new_claim([name]) for _ in range(3))
+    try:
+        assert a.wait(time.monotonic() + 5) == {name}
+        assert b.wait(time.monotonic() + 0.05) == frozenset()
+        assert c.wait(time.monotonic() + 0.3) == frozenset()
+        assert c.moved_at == {}  # the same holder all along
+        before = time.monotonic()
+        a.release_all()
+        assert b.wait(time.monotonic() + 5) == {name}
+        assert c.wait(time.monotonic() + 0.05) == frozenset()
+        assert c.moved_at[name] >= before
+        assert a.moved_at == {} and name not in b.held - {name}
+    finally:
+        for claim in (a, b, c):
+            claim.release_all()
+        locks.close()

@@ -150,3 +150,67 @@ def test_a_stalled_mark_expires_so_a_lock_asked_for_only_with_others_is_not_refu
     assert isinstance(in_thread(queues, Key(), ["big1", "big2"]), LockQueueFull)
     time.sleep(STALLED_AFTER * 2)
     assert in_thread(queues, Key(), ["big1", "big2"]) is None
+
+
+def test_a_busy_lock_that_moves_is_not_bounded_nor_marked_stalled_by_a_waiter_that_gave_up() -> (
+    None
+):
+    """A hot lock on a loaded machine keeps its waiters past the patience: a hundred-line
+    order's hold can take a second beside a chaos run. While it moves (a waiting claim sees its
+    holder change, or a request of this process has it) it is not stalled: its newcomers are
+    not refused, and a waiter that leaves without it does not mark it (it had refused, for
+    seconds at a time, every other order naming it beside other names)."""
+    queues = LockQueues(256, "zookeeper", thread_bound=2, stalled_after=STALLED_AFTER)
+    first, second = Key(), Key()
+    assert in_thread(queues, first, ["hot", "big"]) is None
+    assert in_thread(queues, second, ["hot", "big"]) is None
+    time.sleep(STALLED_AFTER * 2)
+    assert isinstance(in_thread(queues, Key(), ["hot"]), LockQueueFull)  # not seen to move
+    queues.moved({"hot": time.monotonic()})  # a waiting claim saw another holder take it
+    assert in_thread(queues, Key(), ["hot"]) is None  # a third thread: let wait
+    queues.mark_stalled(["hot"], second)  # gave up, but the lock moved while it waited
+    assert in_thread(queues, Key(), ["hot", "other"]) is None  # no hostage refusal
+    # A request of this process having it counts as well.
+    time.sleep(STALLED_AFTER * 2)
+    assert isinstance(in_thread(queues, Key(), ["big"]), LockQueueFull)
+    queues.leave(first, held=True)  # its batch had both
+    assert in_thread(queues, Key(), ["big"]) is None
+    queues.mark_stalled(["big"], second)
+    assert in_thread(queues, Key(), ["big", "other"]) is None
+    # Not moved since it joined: marked, and the next request of several names is refused.
+    stuck = Key()
+    assert in_thread(queues, stuck, ["cold"]) is None
+    queues.mark_stalled(["cold"], stuck)
+    assert isinstance(in_thread(queues, Key(), ["cold", "other"]), LockQueueFull)
+
+
+def test_a_stalled_lock_s_threads_are_bounded_when_it_moved_only_before_its_waiters_came() -> None:
+    queues = LockQueues(256, "zookeeper", thread_bound=2, stalled_after=STALLED_AFTER)
+    queues.moved({"hot": time.monotonic()})  # it moved, then its holder stalled
+    time.sleep(0.01)
+    assert in_thread(queues, Key(), ["hot"]) is None
+    assert in_thread(queues, Key(), ["hot"]) is None
+    time.sleep(STALLED_AFTER * 2)
+    assert isinstance(in_thread(queues, Key(), ["hot"]), LockQueueFull)
+
+
+def test_a_lock_is_marked_stalled_only_once_still_for_twice_the_longest_recent_hold() -> None:
+    """Beside a chaos run a hundred-line batch's hold took up to 1.2 s: a waiter answered after
+    its 1 s budget had seen no move, yet the lock was between two holds. Twice the longest of
+    the recent holds tells a stall from that before a mark refuses every request naming the
+    lock beside others; on a quiet machine (holds of 10-30 ms) the patience still rules. The
+    thread bound keeps the patience: late, it costs the other goods ids their threads."""
+    hold = STALLED_AFTER * 2
+    queues = LockQueues(256, "zookeeper", thread_bound=2, stalled_after=STALLED_AFTER)
+    queues.held_for(hold)
+    young = Key()
+    queues.join(young, ["hot"], ["hot"])  # this thread's: its next requests pass the bound
+    assert in_thread(queues, Key(), ["hot"]) is None
+    time.sleep(hold)  # past the patience, within two holds
+    assert isinstance(in_thread(queues, Key(), ["hot"]), LockQueueFull)  # the thread bound
+    queues.mark_stalled(["hot"], young)
+    queues.join(Key(), ["hot", "other"], ["hot", "other"])  # not marked: no hostage refusal
+    time.sleep(hold * 1.5)  # now still for over two holds
+    queues.mark_stalled(["hot"], young)
+    with pytest.raises(LockQueueFull):
+        queues.join(Key(), ["hot", "more"], ["hot", "more"])

@@ -55,3 +55,19 @@ def test_the_time_budget_stops_attempts_early() -> None:
     clock.now = 1.5  # the first attempt took longer than the whole budget
     assert not b.next_attempt()
     assert b.used == 1
+
+
+def test_a_retry_after_is_waited_at_least_once_and_past_the_budget_ends_it() -> None:
+    """A 503 of a full lock queue says when to come back: an attempt sooner is refused the
+    same way and spends one of the budget's few attempts."""
+    clock = FakeClock()
+    b = budget(4, 10.0, clock)
+    assert b.next_attempt()
+    b.retry_after(1.0)
+    assert b.next_attempt()
+    assert clock.sleeps == [1.0]  # the jitter's cap is 0.2: the server's 1 s stands
+    assert b.next_attempt()  # asked nothing this time: the backoff alone
+    assert 0 <= clock.sleeps[1] <= 0.4
+    b.retry_after(60.0)  # longer than what is left: no attempt the server would take
+    assert not b.next_attempt()
+    assert len(clock.sleeps) == 2 and b.used == 3

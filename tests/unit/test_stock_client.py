@@ -47,6 +47,40 @@ def test_5xx_and_timeouts_are_retried_with_the_same_flag() -> None:
     assert len(sleeps) == 2
 
 
+def test_a_full_lock_queue_s_retry_after_is_waited_before_the_next_attempt() -> None:
+    """A 503 of a full lock queue asks for a second: the attempt after it waits at least that
+    (the backoff's jitter alone is under 0.1 s here, and would meet the same full queue)."""
+    seen: list[str] = []
+    full = {"error": "lock queue full", "dependency": "lock", "retryAfter": 1}
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        if len(seen) == 1:
+            return httpx.Response(503, json=full, headers={"Retry-After": "1"})
+        if len(seen) == 2:
+            return httpx.Response(503, json={"error": "lock wait timed out"})
+        return httpx.Response(200, json={"flag": "f1", "outcome": "deducted"})
+
+    client, sleeps = client_for(handler)
+    assert client.reduce_stock("f1", {"g1": 1}).outcome == "deducted"
+    assert sleeps[0] == 1.0 and sleeps[1] < 1.0  # the second 503 asked for nothing
+
+    batched: list[str] = []
+
+    def batch_handler(request: httpx.Request) -> httpx.Response:
+        batched.append(request.url.path)
+        if len(batched) == 1:
+            return httpx.Response(503, json=full, headers={"Retry-After": "2"})
+        flags = [item["flag"] for item in json.loads(request.content)["flags"]]
+        results = [{"flag": f, "outcome": "deducted"} for f in flags]
+        return httpx.Response(200, json={"results": results})
+
+    client, sleeps = client_for(batch_handler)
+    answers = reduce_many(client, {"f1": {"g1": 1}, "f2": {"g2": 1}})
+    assert {f: a.outcome for f, a in answers.items()} == {"f1": "deducted", "f2": "deducted"}
+    assert sleeps == [2.0]
+
+
 def test_insufficient_is_a_known_outcome_and_never_retried() -> None:
     calls = []
 

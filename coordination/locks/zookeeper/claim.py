@@ -92,6 +92,7 @@ class ZooKeeperClaim(Claim):
         self.create_tried = False
         self.interruptions_at = locks.interruptions
         self.woken = threading.Event()
+        self.holders: dict[str, str] = {}  # name -> the node first in its queue, last seen
 
     # --- waiting ---------------------------------------------------------------------------
 
@@ -208,7 +209,17 @@ class ZooKeeperClaim(Claim):
                 self.tokens[name] = int(stat.pzxid)
             else:
                 blocked[name] = f"{self.locks.path(name)}/{predecessor}"
+                self._saw_holder(name, children)
         return blocked
+
+    def _saw_holder(self, name: str, children: list[str]) -> None:
+        """Note when the node first in `name`'s queue is another than last seen: a holder
+        released it and the next has it, so the lock moves (busy, not stalled), however long
+        this claim still waits behind the others queued before it."""
+        holder = min(children, key=_sequence)
+        if self.holders.get(name, holder) != holder:
+            self.moved_at[name] = time.monotonic()
+        self.holders[name] = holder
 
     def _wait_for(self, blocked: dict[str, str], deadline: float) -> None:
         """Until the first blocked name's predecessor goes, the connection changes, or the
@@ -273,6 +284,12 @@ class ZooKeeperClaim(Claim):
         for path in paths:
             parent, node = path.rsplit("/", 1)
             self.locks.leave_behind(parent, node)
+
+
+def _sequence(child: str) -> str:
+    """A node's place in its queue (a node of another recipe, without one, goes last)."""
+    match = SEQUENCE.search(child)
+    return match.group(1) if match else "~"
 
 
 def _predecessor(children: list[str], ours: str) -> str | None:
