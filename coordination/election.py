@@ -30,6 +30,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 import httpx
@@ -181,3 +182,45 @@ def make_elector(settings: Settings, path: str, identifier: str) -> Elector:
         auth=settings.zk_auth or None,
         tls=ZooKeeperTLS.of(settings.zk_ca_file, settings.zk_cert_file, settings.zk_key_file),
     )
+
+
+def serve_elected(
+    elector: Elector,
+    identifier: str,
+    stop: threading.Event,
+    lead: Callable[[int], None],
+    backoff: Callable[[int], float],
+    logger: logging.Logger,
+) -> None:
+    """The life of a singleton program (the reconciler, the relay, the deliverer of webhooks):
+    campaign, `lead(token)` while elected, resign, campaign again; until `stop`. Whatever
+    fails (the election's backend, a leader's database, a bug) is logged on the program's own
+    `logger`, waited out (`backoff(failures in a row)`) and tried again: nothing restarts a
+    program that exits, and its standby would die of the same fault. The elector is closed at
+    the end."""
+    logger.info("%s campaigning at=%.3f", identifier, time.time())
+    failures = 0
+    try:
+        while not stop.is_set():
+            try:
+                token = elector.campaign(stop)
+                if token is None:
+                    break
+                logger.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
+                lead(token)
+                failures = 0
+            except Exception as exc:
+                failures += 1
+                logger.warning(
+                    "%s campaign failed at=%.3f: %r", identifier, time.time(), exc, exc_info=True
+                )
+                stop.wait(backoff(failures))
+            # Deposed, not sure, refused or stopped: hand over. A resign that fails is no
+            # matter: the node goes with the session anyway, and the next campaign starts anew.
+            try:
+                elector.resign()
+            except Exception as exc:
+                logger.warning("%s resign failed at=%.3f: %r", identifier, time.time(), exc)
+    finally:
+        elector.close()
+        logger.warning("%s resigned at=%.3f", identifier, time.time())

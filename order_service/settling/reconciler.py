@@ -37,7 +37,7 @@ from datetime import timedelta
 
 import redis
 
-from coordination.election import Elector, make_elector
+from coordination.election import Elector, make_elector, serve_elected
 from order_service.placing import CallPolicy, FlagWriter, StockClient
 from order_service.settling.reconcile import ReconcileReport, reconcile
 from order_service.storage.store import OrderStore
@@ -56,34 +56,27 @@ MAX_BACKOFF = 30.0
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
-    """Campaign, lead while sure of it, resign, campaign again; until `stop` is set."""
+    """Campaign, lead while sure of it, resign, campaign again; until `stop` is set
+    (coordination/election.py's serve_elected: nothing restarts a reconciler that exits, so
+    whatever fails is waited out)."""
     parts = Parts.of(settings, "reconciler")
     store, stock, redis_client, flags = parts.store, parts.stock, parts.redis, parts.flags
     # Fault injection (off unless FAULT_INJECTION=true): the standby demo arms a stop of the
     # leader inside its pass, in the same Redis keys as the stock service's faults.
     faults = Faults(redis_client) if settings.fault_injection else NO_FAULTS
     elector = make_elector(settings, ELECTION_PATH, identifier)
-    log.info("%s campaigning at=%.3f", identifier, time.time())
-    failures = 0
     try:
-        while not stop.is_set():
-            try:
-                token = elector.campaign(stop)
-                if token is None:
-                    break
-                log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-                lead(settings, identifier, token, elector, store, stock, flags, faults, stop)
-                failures = 0
-            except Exception as exc:  # nothing restarts a reconciler that exits: wait, go on
-                failures += 1
-                log.warning(
-                    "%s campaign failed at=%.3f: %r", identifier, time.time(), exc, exc_info=True
-                )
-                stop.wait(backoff(settings.reconcile_interval, failures))
-            resign(elector, identifier)  # deposed, not sure, refused or stopped: hand over
+        serve_elected(
+            elector,
+            identifier,
+            stop,
+            lambda token: lead(
+                settings, identifier, token, elector, store, stock, flags, faults, stop
+            ),
+            lambda failures: backoff(settings.reconcile_interval, failures),
+            log,
+        )
     finally:
-        elector.close()
-        log.warning("%s resigned at=%.3f", identifier, time.time())
         parts.close()
 
 
@@ -91,13 +84,6 @@ def backoff(interval: float, failures: int) -> float:
     """The wait after `failures` failures in a row: one interval more at each, up to
     MAX_BACKOFF (or the interval, if longer)."""
     return min(interval * failures, max(interval, MAX_BACKOFF))
-
-
-def resign(elector: Elector, identifier: str) -> None:
-    try:
-        elector.resign()
-    except Exception as exc:  # its node goes with the session anyway; campaign again
-        log.warning("%s resign failed at=%.3f: %r", identifier, time.time(), exc)
 
 
 def pass_once(settings: Settings, older_than: timedelta) -> ReconcileReport:

@@ -36,7 +36,7 @@ import time
 import redis
 from sqlalchemy import Engine
 
-from coordination.election import Elector, make_elector
+from coordination.election import Elector, make_elector, serve_elected
 from shared.config.settings import Settings
 from shared.database.engines import DatabaseTimeouts, make_engine, transaction, utcnow
 from shared.programs import run_singleton
@@ -93,45 +93,26 @@ def publish_pending(
 
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
-    """Campaign, publish while leading and sure of it, resign, campaign again; until `stop`.
-    Whatever fails (the election's backend, Redis, the database, a bug) is logged, waited out
-    and tried again: nothing restarts a relay that exits, and its standby would die of the
-    same fault, so the outbox would fill with no one to send it."""
+    """Campaign, publish while leading and sure of it, resign, campaign again; until `stop`
+    (coordination/election.py's serve_elected: whatever fails is logged, waited out and tried
+    again, so the outbox never fills with no one to send it)."""
     engine = make_engine(
         settings.stock_database_url, application="relay", timeouts=DatabaseTimeouts.of(settings)
     )
     client = make_redis(settings.redis_url)
     elector = make_elector(settings, ELECTION_PATH, identifier)
-    log.info("%s campaigning at=%.3f", identifier, time.time())
-    failures = 0
     try:
-        while not stop.is_set():
-            try:
-                token = elector.campaign(stop)
-                if token is None:
-                    break
-                log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-                lead(settings, identifier, elector, engine, client, stop)
-                failures = 0
-            except Exception as exc:
-                failures += 1
-                log.warning(
-                    "%s campaign failed at=%.3f: %r", identifier, time.time(), exc, exc_info=True
-                )
-                stop.wait(backoff(failures))
-            resign(elector, identifier)
+        serve_elected(
+            elector,
+            identifier,
+            stop,
+            lambda _token: lead(settings, identifier, elector, engine, client, stop),
+            backoff,
+            log,
+        )
     finally:
-        elector.close()
-        log.warning("%s resigned at=%.3f", identifier, time.time())
         client.close()
         engine.dispose()
-
-
-def resign(elector: Elector, identifier: str) -> None:
-    try:
-        elector.resign()
-    except Exception as exc:  # its node goes with the session anyway; campaign again
-        log.warning("%s resign failed at=%.3f: %r", identifier, time.time(), exc)
 
 
 def backoff(failures: int) -> float:

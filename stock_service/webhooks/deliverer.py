@@ -37,7 +37,7 @@ import httpx
 from prometheus_client import start_http_server
 from sqlalchemy import Engine
 
-from coordination.election import Elector, make_elector
+from coordination.election import Elector, make_elector, serve_elected
 from shared.config.settings import Settings
 from shared.database.engines import DatabaseTimeouts, make_engine
 from shared.programs import run_singleton
@@ -167,40 +167,25 @@ def backoff(failures: int) -> float:
 
 def serve(settings: Settings, identifier: str, stop: threading.Event) -> None:
     """Campaign, deliver while leading, resign, campaign again; until `stop`. Whatever fails
-    is logged, waited out and tried again (nothing restarts a deliverer that exits)."""
+    is logged, waited out and tried again (nothing restarts a deliverer that exits:
+    coordination/election.py's serve_elected)."""
     engine = make_engine(
         settings.stock_database_url, application="webhooks", timeouts=DatabaseTimeouts.of(settings)
     )
     if settings.webhook_metrics_port:
         start_http_server(settings.webhook_metrics_port)
     elector = make_elector(settings, ELECTION_PATH, identifier)
-    log.info("%s campaigning at=%.3f", identifier, time.time())
-    failures = 0
     try:
-        while not stop.is_set():
-            try:
-                token = elector.campaign(stop)
-                if token is None:
-                    break
-                log.warning("%s elected token=%d at=%.3f", identifier, token, time.time())
-                lead(settings, identifier, elector, engine, stop)
-                failures = 0
-            except Exception as exc:
-                failures += 1
-                log.warning("%s campaign failed: %r", identifier, exc, exc_info=True)
-                stop.wait(backoff(failures))
-            resign(elector, identifier)
+        serve_elected(
+            elector,
+            identifier,
+            stop,
+            lambda _token: lead(settings, identifier, elector, engine, stop),
+            backoff,
+            log,
+        )
     finally:
-        elector.close()
-        log.warning("%s resigned at=%.3f", identifier, time.time())
         engine.dispose()
-
-
-def resign(elector: Elector, identifier: str) -> None:
-    try:
-        elector.resign()
-    except Exception as exc:  # its node goes with the session anyway; campaign again
-        log.warning("%s resign failed: %r", identifier, exc)
 
 
 def lead(
